@@ -1,0 +1,66 @@
+"""The blob seam: immutable byte objects by key. Nothing here knows about owners,
+states or retention; the store above gives keys their meaning.
+
+Every backend proves itself with the same contract suite (tests/test_blobs.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from artifacts.errors import InvalidArgument
+
+# Keys are produced by the store ("art_…/0000000007"); anything else is refused so
+# a key can never climb out of a backend's root or prefix.
+_KEY_RE = re.compile(r"^[A-Za-z0-9_]+(?:/[A-Za-z0-9_]+)*$")
+
+
+class BlobNotFound(Exception):
+    """The key names no object (already deleted, or never published)."""
+
+
+@dataclass(frozen=True)
+class BlobInfo:
+    key: str
+    size: int
+    modified: datetime
+
+
+class BlobStore(Protocol):
+    url: str
+
+    def put(self, key: str, data: bytes) -> None:
+        """Publish ``data`` under ``key`` atomically: readers see all of it or nothing.
+
+        Raises StorageUnavailable on any backend failure; the key must not exist yet.
+        """
+        ...
+
+    def read(self, key: str, start: int, end: int) -> Iterator[bytes]:
+        """Yield bytes ``[start, end)`` of the object in bounded chunks.
+
+        Raises BlobNotFound if the object is gone, StorageUnavailable otherwise.
+        """
+        ...
+
+    def delete_many(self, keys: Iterable[str]) -> int:
+        """Delete the objects (missing ones are fine); return how many were removed."""
+        ...
+
+    def list(self, prefix: str = "") -> Iterator[BlobInfo]:
+        """Every object whose key starts with ``prefix`` (for the orphan reconciler)."""
+        ...
+
+    def check(self) -> None:
+        """Raise StorageUnavailable with the reason if the backend cannot be used."""
+        ...
+
+
+def check_key(key: str) -> str:
+    if not _KEY_RE.match(key):
+        raise InvalidArgument(f"invalid blob key {key!r}")
+    return key

@@ -1,0 +1,188 @@
+"""Blobs as files under one root directory.
+
+The root is 0700 and every file 0600. All path work goes through directory file
+descriptors opened with O_NOFOLLOW, so a symlink planted anywhere under the root
+(or swapped in mid-operation) is refused rather than followed. A blob is written to
+a private temporary name and published with link(2), which fails if the final name
+exists: publication is atomic and exclusive.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from artifacts.blobs.base import BlobInfo, BlobNotFound, check_key
+from artifacts.errors import StorageUnavailable
+
+_READ_CHUNK = 1024 * 1024
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class LocalBlobStore:
+    def __init__(self, root: Path) -> None:
+        self.root = Path(os.path.abspath(root))
+        self.url = self.root.as_uri()
+        self._ensure_root()
+
+    def _ensure_root(self) -> None:
+        try:
+            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            st = os.lstat(self.root)
+        except OSError as exc:
+            raise StorageUnavailable(f"blob root {self.root}: {exc.strerror}") from None
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+            raise StorageUnavailable(f"blob root {self.root} is not a plain directory")
+        if st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) != 0o700:
+            os.chmod(self.root, 0o700)
+
+    def _open_dir(self, parts: list[str], *, create: bool) -> int:
+        """Walk ``parts`` from the root without following links; return a dir fd."""
+        try:
+            fd = os.open(self.root, _DIR_FLAGS)
+        except OSError as exc:
+            raise StorageUnavailable(f"blob root {self.root}: {exc.strerror}") from None
+        try:
+            for part in parts:
+                if create:
+                    try:
+                        os.mkdir(part, 0o700, dir_fd=fd)
+                    except FileExistsError:
+                        pass
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = nxt
+            return fd
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def put(self, key: str, data: bytes) -> None:
+        parts = check_key(key).split("/")
+        try:
+            dfd = self._open_dir(parts[:-1], create=True)
+        except OSError as exc:
+            raise StorageUnavailable(
+                f"cannot create blob directory for {key}: {exc.strerror}"
+            ) from None
+        tmp = f".tmp-{parts[-1]}-{secrets.token_hex(6)}"
+        try:
+            fd = os.open(
+                tmp,
+                os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o600,
+                dir_fd=dfd,
+            )
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+            finally:
+                os.close(fd)
+            os.link(tmp, parts[-1], src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
+        except OSError as exc:
+            raise StorageUnavailable(f"cannot write blob {key}: {exc.strerror}") from None
+        finally:
+            try:
+                os.unlink(tmp, dir_fd=dfd)
+            except OSError:
+                pass
+            os.close(dfd)
+
+    def read(self, key: str, start: int, end: int) -> Iterator[bytes]:
+        parts = check_key(key).split("/")
+        try:
+            dfd = self._open_dir(parts[:-1], create=False)
+            try:
+                fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+            finally:
+                os.close(dfd)
+        except FileNotFoundError:
+            raise BlobNotFound(key) from None
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                raise StorageUnavailable(f"blob {key} is behind a symlink; refused") from None
+            raise StorageUnavailable(f"cannot read blob {key}: {exc.strerror}") from None
+        return self._read_fd(fd, start, end)
+
+    @staticmethod
+    def _read_fd(fd: int, start: int, end: int) -> Iterator[bytes]:
+        try:
+            pos = start
+            while pos < end:
+                chunk = os.pread(fd, min(_READ_CHUNK, end - pos), pos)
+                if not chunk:
+                    break
+                pos += len(chunk)
+                yield chunk
+        finally:
+            os.close(fd)
+
+    def delete_many(self, keys: Iterable[str]) -> int:
+        removed = 0
+        for key in keys:
+            parts = check_key(key).split("/")
+            try:
+                dfd = self._open_dir(parts[:-1], create=False)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise StorageUnavailable(f"cannot delete blob {key}: {exc.strerror}") from None
+            try:
+                os.unlink(parts[-1], dir_fd=dfd)
+                removed += 1
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise StorageUnavailable(f"cannot delete blob {key}: {exc.strerror}") from None
+            finally:
+                os.close(dfd)
+            if len(parts) > 1:
+                self._prune(parts[:-1])
+        return removed
+
+    def _prune(self, dirs: list[str]) -> None:
+        # Remove now-empty artifact directories; a concurrent writer re-creates them.
+        try:
+            dfd = self._open_dir(dirs[:-1], create=False)
+        except OSError:
+            return
+        try:
+            os.rmdir(dirs[-1], dir_fd=dfd)
+        except OSError:
+            pass
+        finally:
+            os.close(dfd)
+
+    def list(self, prefix: str = "") -> Iterator[BlobInfo]:
+        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
+            dirnames.sort()
+            rel = os.path.relpath(dirpath, self.root)
+            for name in sorted(filenames):
+                if name.startswith(".tmp-"):
+                    continue
+                key = name if rel == "." else f"{rel}/{name}"
+                if not key.startswith(prefix):
+                    continue
+                try:
+                    st = os.lstat(os.path.join(dirpath, name))
+                except FileNotFoundError:
+                    continue
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                yield BlobInfo(key, st.st_size, datetime.fromtimestamp(st.st_mtime, UTC))
+
+    def check(self) -> None:
+        try:
+            fd = self._open_dir([], create=False)
+        except OSError as exc:
+            raise StorageUnavailable(f"blob root {self.root}: {exc.strerror}") from None
+        os.close(fd)
+        if not os.access(self.root, os.W_OK):
+            raise StorageUnavailable(f"blob root {self.root} is not writable")

@@ -1,0 +1,150 @@
+"""Blobs as objects in an S3-compatible bucket (AWS, MinIO, Ceph, moto).
+
+An object PUT is atomic on S3, so a segment is visible whole or not at all. All
+botocore errors are translated here: nothing above this module sees one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from artifacts.blobs.base import BlobInfo, BlobNotFound, check_key
+from artifacts.errors import StorageUnavailable
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+_READ_CHUNK = 1024 * 1024
+_DELETE_BATCH = 1000  # DeleteObjects' limit per request
+
+
+class S3BlobStore:
+    def __init__(
+        self,
+        bucket: str,
+        prefix: str = "",
+        *,
+        endpoint_url: str | None = None,
+        client: S3Client | None = None,
+    ) -> None:
+        self.bucket = bucket
+        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        self.url = f"s3://{bucket}/{self.prefix}"
+        if client is None:
+            import boto3
+            from botocore.config import Config
+
+            client = boto3.client(
+                "s3",
+                endpoint_url=endpoint_url,
+                config=Config(
+                    retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=32
+                ),
+            )
+        self._client: S3Client = client
+
+    def _key(self, key: str) -> str:
+        return self.prefix + check_key(key)
+
+    def _fail(self, action: str, key: str, exc: Exception) -> StorageUnavailable:
+        code = _error_code(exc)
+        if code == "NoSuchBucket":
+            return StorageUnavailable(f"S3 bucket {self.bucket!r} does not exist")
+        detail = code or type(exc).__name__
+        return StorageUnavailable(f"S3 {action} {self.bucket}/{self.prefix}{key} failed: {detail}")
+
+    def put(self, key: str, data: bytes) -> None:
+        try:
+            self._client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
+        except Exception as exc:
+            raise self._fail("put", key, exc) from None
+
+    def read(self, key: str, start: int, end: int) -> Iterator[bytes]:
+        if end <= start:
+            return iter(())
+        try:
+            resp = self._client.get_object(
+                Bucket=self.bucket, Key=self._key(key), Range=f"bytes={start}-{end - 1}"
+            )
+        except Exception as exc:
+            if _error_code(exc) in ("NoSuchKey", "404"):
+                raise BlobNotFound(key) from None
+            raise self._fail("get", key, exc) from None
+        return self._stream(resp["Body"], key)
+
+    def _stream(self, body: Any, key: str) -> Iterator[bytes]:
+        try:
+            yield from body.iter_chunks(_READ_CHUNK)
+        except Exception as exc:
+            raise self._fail("get", key, exc) from None
+        finally:
+            body.close()
+
+    def delete_many(self, keys: Iterable[str]) -> int:
+        removed = 0
+        batch: list[str] = []
+        for key in keys:
+            batch.append(self._key(key))
+            if len(batch) == _DELETE_BATCH:
+                removed += self._delete_batch(batch)
+                batch = []
+        if batch:
+            removed += self._delete_batch(batch)
+        return removed
+
+    def _delete_batch(self, keys: list[str]) -> int:
+        try:
+            resp = self._client.delete_objects(
+                Bucket=self.bucket,
+                Delete={"Objects": [{"Key": k} for k in keys], "Quiet": True},
+            )
+        except Exception as exc:
+            raise self._fail("delete", keys[0], exc) from None
+        errors = resp.get("Errors") or []
+        if errors:
+            first = errors[0]
+            raise StorageUnavailable(
+                f"S3 delete of {len(errors)} objects failed, first {first.get('Key')}: "
+                f"{first.get('Code')}"
+            )
+        return len(keys)
+
+    def list(self, prefix: str = "") -> Iterator[BlobInfo]:
+        paginator = self._client.get_paginator("list_objects_v2")
+        try:
+            for page in paginator.paginate(Bucket=self.bucket, Prefix=self.prefix + prefix):
+                for obj in page.get("Contents", []):
+                    yield BlobInfo(obj["Key"][len(self.prefix) :], obj["Size"], obj["LastModified"])
+        except Exception as exc:
+            raise self._fail("list", prefix, exc) from None
+
+    def abort_stale_uploads(self) -> int:
+        """Abort multipart uploads left under our prefix (this backend starts none)."""
+        aborted = 0
+        try:
+            resp = self._client.list_multipart_uploads(Bucket=self.bucket, Prefix=self.prefix)
+            for up in resp.get("Uploads", []):
+                self._client.abort_multipart_upload(
+                    Bucket=self.bucket, Key=up["Key"], UploadId=up["UploadId"]
+                )
+                aborted += 1
+        except Exception as exc:
+            raise self._fail("list uploads", "", exc) from None
+        return aborted
+
+    def check(self) -> None:
+        try:
+            self._client.head_bucket(Bucket=self.bucket)
+        except Exception as exc:
+            if _error_code(exc) in ("404", "NoSuchBucket"):
+                raise StorageUnavailable(f"S3 bucket {self.bucket!r} does not exist") from None
+            raise self._fail("head bucket", "", exc) from None
+
+
+def _error_code(exc: Exception) -> str | None:
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        code = response.get("Error", {}).get("Code")
+        return str(code) if code is not None else None
+    return None

@@ -1,0 +1,180 @@
+"""Reading an artifact's bytes: a stored prefix made of immutable segments.
+
+A :class:`Content` is a snapshot of what was committed when it was taken (``size``).
+Segments never change once published, so every read inside that size is stable
+even while the writer keeps appending, and no read needs the whole artifact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session, sessionmaker
+
+from artifacts.blobs.base import BlobNotFound, BlobStore
+from artifacts.db.models import Segment
+from artifacts.errors import InvalidRange
+
+_BATCH = 256
+
+
+def segment_key(artifact_id: str, offset: int, nonce: str) -> str:
+    return f"{artifact_id}/{offset:016d}_{nonce}"
+
+
+@dataclass(frozen=True)
+class SegmentRef:
+    seq: int
+    key: str
+    offset: int
+    size: int
+    line_offset: int
+    newlines: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.size
+
+
+class Content:
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        blobs: BlobStore,
+        artifact_id: str,
+        size: int,
+        line_count: int,
+        on_missing: Callable[[], Exception],
+    ) -> None:
+        self._sessions = sessions
+        self._blobs = blobs
+        self.artifact_id = artifact_id
+        self.size = size
+        self.line_count = line_count
+        # Called when a segment vanished under us: the store re-checks the row and
+        # returns the right error (usually Gone, because a delete raced this read).
+        self._on_missing = on_missing
+
+    def _segments_from(self, start: int) -> Iterator[SegmentRef]:
+        """Segments overlapping [start, size), in order, fetched in small batches."""
+        with self._sessions() as s:
+            first = s.execute(
+                select(Segment)
+                .where(Segment.artifact_id == self.artifact_id, Segment.offset <= start)
+                .order_by(Segment.offset.desc())
+                .limit(1)
+            ).scalar_one_or_none()
+            cursor = first.offset if first is not None else start
+            batch = [_ref(first)] if first is not None and first.offset + first.size > start else []
+        yield from batch
+        while True:
+            with self._sessions() as s:
+                rows = (
+                    s.execute(
+                        select(Segment)
+                        .where(
+                            Segment.artifact_id == self.artifact_id,
+                            Segment.offset > cursor,
+                            Segment.offset < self.size,
+                        )
+                        .order_by(Segment.offset)
+                        .limit(_BATCH)
+                    )
+                    .scalars()
+                    .all()
+                )
+            if not rows:
+                return
+            for row in rows:
+                yield _ref(row)
+            cursor = rows[-1].offset
+
+    def iter_range(self, start: int, end: int) -> Iterator[bytes]:
+        """Yield bytes [start, end) clipped to the snapshot size, in bounded chunks."""
+        if start < 0:
+            raise InvalidRange(f"byte offsets are non-negative, got {start}")
+        end = min(end, self.size)
+        if start >= end:
+            return
+        pos = start
+        for seg in self._segments_from(start):
+            if pos >= end:
+                return
+            if seg.offset > pos:  # a hole: segments were purged mid-read
+                raise self._on_missing()
+            lo, hi = pos - seg.offset, min(end, seg.end) - seg.offset
+            try:
+                for chunk in self._blobs.read(seg.key, lo, hi):
+                    pos += len(chunk)
+                    yield chunk
+            except BlobNotFound:
+                raise self._on_missing() from None
+        if pos < end:
+            raise self._on_missing()
+
+    def read(self, start: int, end: int) -> bytes:
+        """Bytes [start, end) as one value; callers keep ``end - start`` small."""
+        return b"".join(self.iter_range(start, end))
+
+    def line_start(self, number: int) -> int | None:
+        """Byte offset where 1-based line ``number`` starts, or None past the end.
+
+        Uses the per-segment newline index, so it reads at most one segment.
+        """
+        if number < 1:
+            raise InvalidRange(f"line numbers start at 1, got {number}")
+        if number == 1:
+            return 0 if self.size > 0 else None
+        want = number - 1  # newlines that precede the line
+        with self._sessions() as s:
+            seg = s.execute(
+                select(Segment)
+                .where(
+                    Segment.artifact_id == self.artifact_id,
+                    Segment.line_offset + Segment.newlines >= want,
+                    Segment.offset < self.size,
+                )
+                .order_by(Segment.offset)
+                .limit(1)
+            ).scalar_one_or_none()
+        if seg is None:
+            return None
+        ref = _ref(seg)
+        need = want - ref.line_offset
+        pos = ref.offset
+        for chunk in self.iter_range(ref.offset, min(ref.end, self.size)):
+            idx = -1
+            while need:
+                idx = chunk.find(b"\n", idx + 1)
+                if idx < 0:
+                    break
+                need -= 1
+            if need == 0:
+                start = pos + idx + 1
+                return start if start < self.size else None
+            pos += len(chunk)
+        return None
+
+    def line_number_at(self, offset: int) -> int:
+        """1-based number of the line that contains byte ``offset``."""
+        if offset <= 0:
+            return 1
+        with self._sessions() as s:
+            seg = s.execute(
+                select(Segment)
+                .where(Segment.artifact_id == self.artifact_id, Segment.offset <= offset)
+                .order_by(Segment.offset.desc())
+                .limit(1)
+            ).scalar_one_or_none()
+        if seg is None:
+            return 1
+        count = seg.line_offset
+        for chunk in self.iter_range(seg.offset, min(offset, self.size)):
+            count += chunk.count(b"\n")
+        return count + 1
+
+
+def _ref(row: Segment) -> SegmentRef:
+    return SegmentRef(row.seq, row.blob_key, row.offset, row.size, row.line_offset, row.newlines)

@@ -1,0 +1,110 @@
+"""Engines and schema upgrades for the two supported databases.
+
+SQLite is the embedded default: WAL so readers in other processes never block the
+writer, foreign keys on, and a busy timeout so concurrent writers queue instead of
+failing. PostgreSQL is the scale-out choice (psycopg 3).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
+from sqlalchemy.pool import NullPool
+
+from artifacts.errors import ConfigurationError, StorageUnavailable
+
+WRITE_LOCK = "overspill_write_lock"
+"""Execution option: this transaction reads then writes; lock up front on SQLite."""
+
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+
+def make_engine(url: str, *, pool: bool = True) -> Engine:
+    try:
+        if url.startswith("sqlite"):
+            engine = _sqlite_engine(url)
+        elif url.startswith("postgresql"):
+            kwargs: dict[str, Any] = {"pool_pre_ping": True}
+            if not pool:
+                kwargs["poolclass"] = NullPool
+            engine = create_engine(url, **kwargs)
+        else:
+            raise ConfigurationError(
+                f"unsupported database URL {_redact(url)!r}: use sqlite:///PATH or "
+                "postgresql+psycopg://USER@HOST/DB"
+            )
+    except (ArgumentError, NoSuchModuleError) as exc:
+        raise ConfigurationError(f"invalid database URL {_redact(url)!r}: {exc}") from None
+    return engine
+
+
+def _sqlite_engine(url: str) -> Engine:
+    path = url.split(":///", 1)[1] if ":///" in url else ""
+    if path and path != ":memory:":
+        parent = os.path.dirname(os.path.abspath(path))
+        os.makedirs(parent, mode=0o700, exist_ok=True)
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Let SQLAlchemy's BEGIN (below) decide when a transaction starts.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        # Read-then-write transactions ask for IMMEDIATE: the write lock is taken up
+        # front so they never fail to upgrade (SQLITE_BUSY_SNAPSHOT), and two
+        # sweepers claim rows one after the other. Plain reads stay DEFERRED.
+        immediate = conn.get_execution_options().get(WRITE_LOCK, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def check_database(engine: Engine) -> None:
+    """Raise StorageUnavailable with the driver's reason if the database is unreachable."""
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except OperationalError as exc:
+        raise StorageUnavailable(
+            f"database {_redact(str(engine.url))} unreachable: {_first_line(exc)}"
+        ) from None
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Apply Alembic migrations up to ``revision`` on this engine."""
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    check_database(engine)
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+
+
+def _first_line(exc: BaseException) -> str:
+    orig = getattr(exc, "orig", None) or exc
+    return str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+
+
+def _redact(url: str) -> str:
+    # Never echo a password from a URL into logs or error messages.
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        user = creds.split(":", 1)[0]
+        return f"{scheme}://{user}@{host}"
+    return url

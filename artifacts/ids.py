@@ -1,0 +1,35 @@
+"""Artifact ids: ``art_`` + 26 Crockford base32 characters (128 bits).
+
+The first 48 bits are the creation time in milliseconds so ids sort roughly by age
+(handy in listings and object-store prefixes); the remaining 80 bits come from the
+OS CSPRNG, so an id cannot be guessed from a neighbour.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+
+from artifacts.errors import InvalidArgument
+
+_ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+PREFIX = "art_"
+_ID_RE = re.compile(r"^art_[0-7][0-9A-HJKMNP-TV-Z]{25}$")
+
+
+def new_artifact_id(now_ms: int | None = None) -> str:
+    ms = int(time.time() * 1000) if now_ms is None else now_ms
+    value = ((ms & (2**48 - 1)) << 80) | secrets.randbits(80)
+    chars = []
+    for _ in range(26):
+        chars.append(_ALPHABET[value & 31])
+        value >>= 5
+    return PREFIX + "".join(reversed(chars))
+
+
+def check_artifact_id(value: str) -> str:
+    """Return ``value`` if it is a well-formed id; raise InvalidArgument otherwise."""
+    if not isinstance(value, str) or not _ID_RE.match(value):
+        raise InvalidArgument(f"invalid artifact id {value!r}: expected art_ + 26 base32 chars")
+    return value

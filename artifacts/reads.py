@@ -1,0 +1,305 @@
+"""Bounded views over an artifact's bytes: text windows, line pages, tails, grep.
+
+Every function here returns at most ``max_bytes`` of content and says where to
+continue. None of them reads more than a bounded amount per call except grep,
+whose scan is bounded by ``scan_bytes`` and resumes from ``next_offset``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import re2
+
+from artifacts.content import Content
+from artifacts.errors import InvalidArgument, InvalidRange
+from artifacts.records import GrepMatch, GrepResult, Line, LineWindow, TailWindow, TextWindow
+
+_BLOCK = 64 * 1024
+MAX_LINE_BYTES = 64 * 1024  # a longer line is shown truncated (and flagged)
+
+
+def _is_continuation(byte: int) -> bool:
+    return 0x80 <= byte <= 0xBF
+
+
+def _char_len(lead: int) -> int:
+    if lead >= 0xF0:
+        return 4
+    if lead >= 0xE0:
+        return 3
+    if lead >= 0xC0:
+        return 2
+    return 1
+
+
+def utf8_safe_end(data: bytes) -> int:
+    """Length of the longest prefix of ``data`` that does not end mid-character."""
+    n = len(data)
+    i = n - 1
+    # Walk back over at most 3 continuation bytes to the lead byte of the last char.
+    while i >= 0 and n - i <= 4 and _is_continuation(data[i]):
+        i -= 1
+    if i < 0 or n - i > 4:
+        return n
+    lead = data[i]
+    if lead < 0xC0:
+        return n  # ASCII or a stray continuation run: nothing to hold back
+    return n if i + _char_len(lead) <= n else i
+
+
+def text_window(content: Content, offset: int, limit: int, *, complete: bool) -> TextWindow:
+    if offset < 0 or limit <= 0:
+        raise InvalidRange(f"offset must be >= 0 and limit > 0 (got {offset}, {limit})")
+    size = content.size
+    start = min(offset, size)
+    # Pull 3 extra bytes either side so a character straddling an edge is resolved.
+    raw = content.read(start, min(size, start + limit + 3))
+    skip = 0
+    while skip < min(3, len(raw)) and _is_continuation(raw[skip]):
+        skip += 1
+    body = raw[skip : skip + limit]
+    cut = utf8_safe_end(body)
+    if cut == 0 and body:
+        cut = min(len(raw) - skip, _char_len(body[0]))  # always make progress
+        body = raw[skip : skip + cut]
+    else:
+        body = body[:cut]
+    next_offset = start + skip + len(body)
+    return TextWindow(
+        artifact_id=content.artifact_id,
+        offset=start + skip,
+        next_offset=next_offset,
+        text=body.decode("utf-8", errors="replace"),
+        size_bytes=size,
+        eof=next_offset >= size,
+        complete=complete,
+    )
+
+
+@dataclass
+class _RawLine:
+    offset: int
+    data: bytes  # without the line terminator, at most MAX_LINE_BYTES
+    truncated: bool
+    end: int  # offset just past the terminator
+
+
+def iter_lines(content: Content, start: int, max_line: int = MAX_LINE_BYTES) -> Iterator[_RawLine]:
+    """Lines from byte ``start`` (a line start), with bounded memory per line."""
+    buf = bytearray()
+    line_start = start
+    truncated = False
+    pos = start
+    for chunk in content.iter_range(start, content.size):
+        view = 0
+        while view < len(chunk):
+            nl = chunk.find(b"\n", view)
+            piece_end = len(chunk) if nl < 0 else nl
+            room = max_line - len(buf)
+            if room > 0:
+                buf += chunk[view : min(piece_end, view + room)]
+            if piece_end - view > max(room, 0):
+                truncated = True
+            if nl < 0:
+                pos += len(chunk) - view
+                break
+            pos += nl + 1 - view
+            yield _RawLine(line_start, _strip_cr(bytes(buf)), truncated, pos)
+            buf.clear()
+            truncated = False
+            line_start = pos
+            view = nl + 1
+    if pos > line_start:
+        yield _RawLine(line_start, _strip_cr(bytes(buf)), truncated, pos)
+
+
+def _strip_cr(data: bytes) -> bytes:
+    return data[:-1] if data.endswith(b"\r") else data
+
+
+def _line(number: int, raw: _RawLine) -> Line:
+    return Line(
+        number=number,
+        offset=raw.offset,
+        text=raw.data.decode("utf-8", errors="replace"),
+        truncated=raw.truncated,
+    )
+
+
+def line_window(
+    content: Content, start: int, count: int, *, max_bytes: int, complete: bool
+) -> LineWindow:
+    if start < 1 or count < 1:
+        raise InvalidRange(f"start must be >= 1 and count >= 1 (got {start}, {count})")
+    offset = content.line_start(start)
+    lines: list[Line] = []
+    next_offset = content.size if offset is None else offset
+    used = 0
+    if offset is not None:
+        for raw in iter_lines(content, offset, min(MAX_LINE_BYTES, max_bytes)):
+            if lines and used + len(raw.data) > max_bytes:
+                break
+            lines.append(_line(start + len(lines), raw))
+            used += len(raw.data)
+            next_offset = raw.end
+            if len(lines) >= count:
+                break
+    return LineWindow(
+        artifact_id=content.artifact_id,
+        start=start,
+        lines=lines,
+        next_line=start + len(lines),
+        next_offset=next_offset,
+        eof=next_offset >= content.size,
+        complete=complete,
+        line_count=content.line_count,
+    )
+
+
+def tail(
+    content: Content,
+    *,
+    lines: int | None,
+    nbytes: int | None,
+    max_bytes: int,
+    complete: bool,
+) -> TailWindow:
+    """The last ``lines`` lines or ``nbytes`` bytes, never more than ``max_bytes``."""
+    if (lines is None) == (nbytes is None):
+        raise InvalidArgument("give exactly one of lines or bytes for a tail")
+    size = content.size
+    if nbytes is not None:
+        if nbytes < 1:
+            raise InvalidRange(f"tail bytes must be >= 1, got {nbytes}")
+        want = min(nbytes, max_bytes)
+        start = max(0, size - want)
+        truncated = nbytes > max_bytes and size > max_bytes
+    else:
+        assert lines is not None
+        if lines < 1:
+            raise InvalidRange(f"tail lines must be >= 1, got {lines}")
+        start, truncated = _tail_lines_start(content, lines, max_bytes)
+    raw = content.read(start, size)
+    skip = 0
+    while skip < min(3, len(raw)) and _is_continuation(raw[skip]):
+        skip += 1
+    start += skip
+    first_line = content.line_number_at(start) if _at_line_start(content, start) else None
+    return TailWindow(
+        artifact_id=content.artifact_id,
+        offset=start,
+        text=raw[skip:].decode("utf-8", errors="replace"),
+        first_line=first_line,
+        size_bytes=size,
+        complete=complete,
+        truncated=truncated,
+    )
+
+
+def _at_line_start(content: Content, offset: int) -> bool:
+    return offset == 0 or content.read(offset - 1, offset) == b"\n"
+
+
+def _tail_lines_start(content: Content, lines: int, max_bytes: int) -> tuple[int, bool]:
+    size = content.size
+    end = size
+    # A final newline terminates the last line; it does not start an empty one.
+    if size and content.read(size - 1, size) == b"\n":
+        end = size - 1
+    found = 0
+    pos = end
+    floor = max(0, size - max_bytes)
+    while pos > floor:
+        lo = max(floor, pos - _BLOCK)
+        block = content.read(lo, pos)
+        idx = len(block)
+        while True:
+            idx = block.rfind(b"\n", 0, idx)
+            if idx < 0:
+                break
+            found += 1
+            if found == lines:
+                return lo + idx + 1, False
+        pos = lo
+    return floor, floor > 0
+
+
+def compile_pattern(pattern: str, *, ignore_case: bool, fixed: bool) -> re2._Regexp:
+    if not pattern:
+        raise InvalidArgument("grep pattern must not be empty")
+    options = re2.Options()
+    options.case_sensitive = not ignore_case
+    options.literal = fixed
+    options.log_errors = False
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        raise InvalidArgument(f"invalid regular expression {pattern!r}: {exc}") from None
+
+
+def grep(
+    content: Content,
+    pattern: str,
+    *,
+    ignore_case: bool = False,
+    fixed: bool = False,
+    context: int = 0,
+    max_matches: int = 100,
+    offset: int = 0,
+    max_bytes: int,
+    scan_bytes: int,
+    complete: bool,
+) -> GrepResult:
+    if context < 0 or context > 100:
+        raise InvalidArgument(f"context must be between 0 and 100, got {context}")
+    if max_matches < 1:
+        raise InvalidArgument(f"max_matches must be >= 1, got {max_matches}")
+    if offset < 0:
+        raise InvalidRange(f"offset must be >= 0, got {offset}")
+    regex = compile_pattern(pattern, ignore_case=ignore_case, fixed=fixed)
+    start = min(offset, content.size)
+    number = content.line_number_at(start)
+    before: deque[Line] = deque(maxlen=context)
+    matches: list[GrepMatch] = []
+    open_after: list[GrepMatch] = []
+    used = 0
+    next_offset = start
+    stopped = False
+    line_cap = min(MAX_LINE_BYTES, max_bytes)
+    for raw in iter_lines(content, start, line_cap):
+        line = _line(number, raw)
+        number += 1
+        for m in open_after:
+            m.after.append(line)
+        open_after = [m for m in open_after if len(m.after) < context]
+        hit_spans = [(m.start(), m.end()) for m in regex.finditer(line.text)]
+        if hit_spans and len(matches) < max_matches and used + len(raw.data) <= max_bytes:
+            match = GrepMatch(line=line, before=list(before), after=[], spans=hit_spans[:50])
+            matches.append(match)
+            used += len(raw.data) * (1 + 2 * context) if context else len(raw.data)
+            if context:
+                open_after.append(match)
+        elif hit_spans:
+            stopped = True
+            break
+        before.append(line)
+        next_offset = raw.end
+        if next_offset - start >= scan_bytes and not open_after:
+            stopped = True
+            break
+        if len(matches) >= max_matches and not open_after:
+            stopped = next_offset < content.size
+            break
+    return GrepResult(
+        artifact_id=content.artifact_id,
+        pattern=pattern,
+        matches=matches,
+        scanned_from=start,
+        next_offset=next_offset,
+        eof=not stopped and next_offset >= content.size,
+        complete=complete,
+        truncated=stopped,
+    )

@@ -1,0 +1,136 @@
+"""What the store hands out: plain, immutable records (also the API's response shapes)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Role = Literal["agent", "user", "admin"]
+ROLES: tuple[str, ...] = ("agent", "user", "admin")
+FINAL_STATES = frozenset({"complete", "capped", "incomplete", "failed"})
+GONE_STATES = frozenset({"expired", "deleted"})
+STATES = ("writing", "complete", "capped", "incomplete", "failed", "expired", "deleted")
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Principal(_Record):
+    """Who is acting. Owners are principals; admins see every owner's artifacts."""
+
+    name: str
+    role: Role = "agent"
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+
+class ArtifactInfo(_Record):
+    id: str
+    owner: str
+    session_id: str | None
+    kind: str
+    name: str | None
+    media_type: str
+    source: dict[str, Any]
+    state: str
+    size_bytes: int
+    total_bytes: int
+    max_bytes: int
+    line_count: int
+    sha256: str | None
+    error: str | None
+    created_at: datetime
+    updated_at: datetime
+    completed_at: datetime | None
+    expires_at: datetime | None
+    retention_source: str | None
+    retention_clamped: bool
+    pinned: bool
+    pinned_at: datetime | None
+    pinned_by: str | None
+    pin_reason: str | None
+    deleted_at: datetime | None
+    delete_reason: str | None
+
+    @property
+    def complete(self) -> bool:
+        """True once no more bytes will ever be added."""
+        return self.state != "writing"
+
+
+class ArtifactPage(_Record):
+    items: list[ArtifactInfo]
+    next_cursor: str | None
+    total_bytes: int | None = None
+
+
+class TextWindow(_Record):
+    artifact_id: str
+    offset: int
+    next_offset: int
+    text: str
+    size_bytes: int
+    eof: bool
+    complete: bool
+
+
+class Line(_Record):
+    number: int
+    offset: int
+    text: str
+    truncated: bool = False
+
+
+class LineWindow(_Record):
+    artifact_id: str
+    start: int
+    lines: list[Line]
+    next_line: int
+    next_offset: int
+    eof: bool
+    complete: bool
+    line_count: int
+
+
+class TailWindow(_Record):
+    artifact_id: str
+    offset: int
+    text: str
+    first_line: int | None
+    size_bytes: int
+    complete: bool
+    truncated: bool
+
+
+class GrepMatch(_Record):
+    line: Line
+    before: list[Line]
+    after: list[Line]
+    spans: list[tuple[int, int]]
+
+
+class GrepResult(_Record):
+    artifact_id: str
+    pattern: str
+    matches: list[GrepMatch]
+    scanned_from: int
+    next_offset: int
+    eof: bool
+    complete: bool
+    truncated: bool
+
+
+class WriteResult(_Record):
+    """How a write ended, as the executor reports it."""
+
+    id: str
+    state: str
+    size_bytes: int
+    total_bytes: int
+    sha256: str | None
+    error: str | None = None

@@ -1,0 +1,771 @@
+"""ArtifactStore: the one Python API over metadata (SQL) and bytes (blob backend).
+
+Every public method takes the acting :class:`Principal`. A non-admin asking for
+another owner's artifact gets exactly the NotFound a missing id gets. Expiry is
+checked on every read, whatever the sweeper has or has not done yet.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+from sqlalchemy import ColumnElement, Engine, and_, delete, func, or_, select, tuple_, update
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from artifacts import reads
+from artifacts.blobs.base import BlobStore
+from artifacts.blobs.registry import open_blob_store
+from artifacts.clock import Clock, SystemClock
+from artifacts.config import StoreSettings
+from artifacts.content import Content, segment_key
+from artifacts.db.engine import WRITE_LOCK, check_database, make_engine, upgrade
+from artifacts.db.models import Artifact, Segment
+from artifacts.errors import (
+    Conflict,
+    Gone,
+    InvalidArgument,
+    InvalidRange,
+    NotFound,
+    OffsetConflict,
+    StorageUnavailable,
+)
+from artifacts.ids import check_artifact_id, new_artifact_id
+from artifacts.records import (
+    GONE_STATES,
+    STATES,
+    ArtifactInfo,
+    ArtifactPage,
+    GrepResult,
+    LineWindow,
+    Principal,
+    TailWindow,
+    TextWindow,
+)
+from artifacts.usage import bump_usage
+from artifacts.writer import ArtifactWriter
+
+SortKey = Literal["created", "size"]
+MAX_PAGE = 500
+
+
+class ArtifactStore:
+    def __init__(
+        self,
+        settings: StoreSettings,
+        engine: Engine,
+        blobs: BlobStore,
+        clock: Clock | None = None,
+    ) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.blobs = blobs
+        self.clock: Clock = clock or SystemClock()
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._locked_sessions = sessionmaker(
+            engine.execution_options(**{WRITE_LOCK: True}), expire_on_commit=False
+        )
+
+    @classmethod
+    def open(cls, settings: StoreSettings, clock: Clock | None = None) -> ArtifactStore:
+        """Build the store from settings. The embedded SQLite default migrates itself;
+        a PostgreSQL deployment is migrated explicitly with ``overspill db upgrade``."""
+        blobs = open_blob_store(
+            settings.resolved_blob_url, s3_endpoint_url=settings.s3_endpoint_url
+        )
+        engine = make_engine(settings.resolved_database_url)
+        if settings.is_embedded_database:
+            upgrade(engine)
+        else:
+            check_database(engine)
+        return cls(settings, engine, blobs, clock)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- transactions ----------------------------------------------------------------
+
+    @contextmanager
+    def _read(self) -> Iterator[Session]:
+        try:
+            with self._sessions() as s:
+                yield s
+        except OperationalError as exc:
+            raise StorageUnavailable(f"database unavailable: {_first_line(exc)}") from None
+
+    @contextmanager
+    def _write(self) -> Iterator[Session]:
+        try:
+            with self._locked_sessions.begin() as s:
+                yield s
+        except OperationalError as exc:
+            raise StorageUnavailable(f"database unavailable: {_first_line(exc)}") from None
+
+    # -- writing ---------------------------------------------------------------------
+
+    def create(
+        self,
+        principal: Principal,
+        *,
+        kind: str = "output",
+        name: str | None = None,
+        media_type: str = "text/plain; charset=utf-8",
+        session_id: str | None = None,
+        source: dict[str, Any] | None = None,
+        max_bytes: int | None = None,
+        owner: str | None = None,
+    ) -> ArtifactInfo:
+        """Create an empty artifact in state ``writing`` with no lease (HTTP uploads)."""
+        row = self._insert(
+            principal,
+            kind,
+            name,
+            media_type,
+            session_id,
+            source,
+            max_bytes,
+            owner,
+            lease_token=None,
+        )
+        return _info(row, self.clock.now())
+
+    def open_writer(
+        self,
+        principal: Principal,
+        *,
+        kind: str = "output",
+        name: str | None = None,
+        media_type: str = "text/plain; charset=utf-8",
+        session_id: str | None = None,
+        source: dict[str, Any] | None = None,
+        max_bytes: int | None = None,
+    ) -> ArtifactWriter:
+        """Create an artifact and return a streaming writer holding its lease."""
+        token = secrets.token_hex(16)
+        row = self._insert(
+            principal,
+            kind,
+            name,
+            media_type,
+            session_id,
+            source,
+            max_bytes,
+            None,
+            lease_token=token,
+        )
+        return self._writer(row.id, token, row.max_bytes, start=0)
+
+    def _writer(
+        self, artifact_id: str, token: str | None, max_bytes: int, start: int
+    ) -> ArtifactWriter:
+        s = self.settings
+        return ArtifactWriter(
+            artifact_id,
+            max_bytes=max_bytes - start,
+            segment_bytes=s.segment_bytes,
+            flush_interval=s.flush_interval_s,
+            lease_seconds=s.lease_seconds,
+            commit=lambda _seq, offset, data: self._commit_segment(
+                artifact_id, start + offset, data, token
+            ),
+            renew=lambda: self._renew_lease(artifact_id, token),
+            finish=lambda state, size, total, sha, err: self._finish(
+                artifact_id, token, state, start + total, sha, err
+            ),
+        )
+
+    def _insert(
+        self,
+        principal: Principal,
+        kind: str,
+        name: str | None,
+        media_type: str,
+        session_id: str | None,
+        source: dict[str, Any] | None,
+        max_bytes: int | None,
+        owner: str | None,
+        *,
+        lease_token: str | None,
+    ) -> Artifact:
+        if owner is not None and owner != principal.name and not principal.is_admin:
+            raise InvalidArgument("only admins can create artifacts for another owner")
+        if max_bytes is not None and max_bytes <= 0:
+            raise InvalidArgument(f"max_bytes must be positive, got {max_bytes}")
+        if not kind or len(kind) > 50:
+            raise InvalidArgument("kind must be 1 to 50 characters")
+        now = self.clock.now()
+        cap = min(max_bytes or self.settings.max_artifact_bytes, self.settings.max_artifact_bytes)
+        row = Artifact(
+            id=new_artifact_id(int(now.timestamp() * 1000)),
+            owner=owner or principal.name,
+            session_id=session_id,
+            kind=kind,
+            name=name,
+            media_type=media_type,
+            source=dict(source or {}),
+            state="writing",
+            size_bytes=0,
+            total_bytes=0,
+            max_bytes=cap,
+            line_count=0,
+            segment_count=0,
+            created_at=now,
+            updated_at=now,
+            expires_at=now + timedelta(seconds=self.settings.default_retention_s),
+            retention_source="default",
+            retention_clamped=False,
+            lease_token=lease_token,
+            lease_expires_at=(
+                now + timedelta(seconds=self.settings.lease_seconds) if lease_token else None
+            ),
+        )
+        with self._write() as s:
+            s.add(row)
+            bump_usage(s, row.owner, 0, 1)
+        return row
+
+    def _commit_segment(
+        self, artifact_id: str, offset: int, data: bytes, token: str | None
+    ) -> None:
+        """Publish one segment: the blob first, then the row that makes it visible.
+
+        The row update is conditional on the artifact still being ``writing`` at
+        exactly ``offset`` (and, for a leased writer, on still holding the lease), so
+        a racing appender or a writer that lost its lease can never corrupt it.
+        """
+        if not data:
+            return
+        key = segment_key(artifact_id, offset, secrets.token_hex(4))
+        self.blobs.put(key, data)
+        try:
+            with self._write() as s:
+                row = s.get(Artifact, artifact_id, with_for_update=True)
+                if row is None or row.state != "writing":
+                    raise Conflict(f"artifact {artifact_id} is no longer being written")
+                if token is not None and row.lease_token != token:
+                    raise Conflict(f"artifact {artifact_id}: writer lost its lease")
+                if row.size_bytes != offset:
+                    raise OffsetConflict(
+                        f"append at offset {offset} but artifact {artifact_id} has "
+                        f"{row.size_bytes} bytes",
+                        current_size=row.size_bytes,
+                    )
+                prev = (
+                    s.get(Segment, (artifact_id, row.segment_count - 1))
+                    if row.segment_count
+                    else None
+                )
+                line_offset = prev.line_offset + prev.newlines if prev else 0
+                newlines = data.count(b"\n")
+                now = self.clock.now()
+                s.add(
+                    Segment(
+                        artifact_id=artifact_id,
+                        seq=row.segment_count,
+                        offset=offset,
+                        size=len(data),
+                        blob_key=key,
+                        line_offset=line_offset,
+                        newlines=newlines,
+                        created_at=now,
+                    )
+                )
+                row.size_bytes += len(data)
+                row.total_bytes = max(row.total_bytes, row.size_bytes)
+                row.segment_count += 1
+                row.line_count = line_offset + newlines + (0 if data.endswith(b"\n") else 1)
+                row.updated_at = now
+                if token is not None:
+                    row.lease_expires_at = now + timedelta(seconds=self.settings.lease_seconds)
+                bump_usage(s, row.owner, len(data), 0)
+        except BaseException:
+            # The blob was never made part of the artifact: take it back.
+            try:
+                self.blobs.delete_many([key])
+            except StorageUnavailable:
+                pass  # the orphan reconciler reclaims it later
+            raise
+
+    def _renew_lease(self, artifact_id: str, token: str | None) -> None:
+        if token is None:
+            return
+        now = self.clock.now()
+        with self._write() as s:
+            s.execute(
+                update(Artifact)
+                .where(
+                    Artifact.id == artifact_id,
+                    Artifact.lease_token == token,
+                    Artifact.state == "writing",
+                )
+                .values(lease_expires_at=now + timedelta(seconds=self.settings.lease_seconds))
+            )
+
+    def _finish(
+        self,
+        artifact_id: str,
+        token: str | None,
+        state: str,
+        total: int,
+        sha: str | None,
+        error: str | None,
+    ) -> None:
+        now = self.clock.now()
+        with self._write() as s:
+            row = s.get(Artifact, artifact_id, with_for_update=True)
+            if row is None or row.state != "writing":
+                return
+            if token is not None and row.lease_token != token:
+                return
+            if state == "capped" and row.total_bytes > total:
+                total = row.total_bytes
+            row.state = state
+            row.total_bytes = max(total, row.size_bytes)
+            row.sha256 = sha if sha is not None else None
+            row.error = error
+            row.completed_at = now
+            row.updated_at = now
+            row.lease_token = None
+            row.lease_expires_at = None
+
+    def append(
+        self, principal: Principal, artifact_id: str, offset: int, chunks: Iterator[bytes]
+    ) -> ArtifactInfo:
+        """Append a stream at an explicit offset (HTTP PATCH). Offset mismatch -> 409."""
+        info = self.get(principal, artifact_id)
+        if info.state != "writing":
+            raise Conflict(f"artifact {artifact_id} is {info.state}; appends need state writing")
+        if offset != info.size_bytes:
+            raise OffsetConflict(
+                f"append at offset {offset} but artifact has {info.size_bytes} bytes",
+                current_size=info.size_bytes,
+            )
+        writer = self._writer(artifact_id, None, info.max_bytes, start=offset)
+        try:
+            for chunk in chunks:
+                writer.write(chunk)
+            writer.flush()
+        finally:
+            writer.abandon()
+        if writer.capped:
+            self._mark_total(artifact_id, offset + writer.total_bytes)
+        return self.get(principal, artifact_id)
+
+    def _mark_total(self, artifact_id: str, total: int) -> None:
+        with self._write() as s:
+            row = s.get(Artifact, artifact_id, with_for_update=True)
+            if row is not None and total > row.total_bytes:
+                row.total_bytes = total
+
+    def complete(self, principal: Principal, artifact_id: str) -> ArtifactInfo:
+        """Finish an HTTP-uploaded artifact: compute its sha256 and mark it final."""
+        info = self.get(principal, artifact_id)
+        if info.state != "writing":
+            raise Conflict(f"artifact {artifact_id} is already {info.state}")
+        content = self._content(info)
+        digest = hashlib.sha256()
+        for chunk in content.iter_range(0, content.size):
+            digest.update(chunk)
+        state = "capped" if info.total_bytes > info.size_bytes else "complete"
+        self._finish(artifact_id, None, state, info.total_bytes, digest.hexdigest(), None)
+        return self.get(principal, artifact_id)
+
+    # -- metadata --------------------------------------------------------------------
+
+    def _load(self, s: Session, principal: Principal, artifact_id: str) -> Artifact:
+        check_artifact_id(artifact_id)
+        row = s.get(Artifact, artifact_id)
+        if row is None or (not principal.is_admin and row.owner != principal.name):
+            raise NotFound(f"artifact {artifact_id} not found")
+        return row
+
+    def get(self, principal: Principal, artifact_id: str) -> ArtifactInfo:
+        with self._read() as s:
+            row = self._load(s, principal, artifact_id)
+        now = self.clock.now()
+        info = _info(row, now)
+        if info.state == "incomplete" and row.state == "writing":
+            self._mark_incomplete(artifact_id, now)
+        return info
+
+    def _mark_incomplete(self, artifact_id: str, now: datetime) -> None:
+        with self._write() as s:
+            s.execute(
+                update(Artifact)
+                .where(
+                    Artifact.id == artifact_id,
+                    Artifact.state == "writing",
+                    Artifact.lease_expires_at <= now,
+                )
+                .values(
+                    state="incomplete",
+                    completed_at=now,
+                    updated_at=now,
+                    lease_token=None,
+                    lease_expires_at=None,
+                    error="writer stopped before finishing (lease lapsed)",
+                )
+            )
+
+    def reap_stale_writers(self) -> int:
+        """Mark every artifact whose writer's lease lapsed ``incomplete``."""
+        now = self.clock.now()
+        with self._write() as s:
+            result = s.execute(
+                update(Artifact)
+                .where(
+                    Artifact.state == "writing",
+                    Artifact.lease_expires_at.is_not(None),
+                    Artifact.lease_expires_at <= now,
+                )
+                .values(
+                    state="incomplete",
+                    completed_at=now,
+                    updated_at=now,
+                    lease_token=None,
+                    lease_expires_at=None,
+                    error="writer stopped before finishing (lease lapsed)",
+                )
+            )
+            return int(getattr(result, "rowcount", 0) or 0)
+
+    def list(
+        self,
+        principal: Principal,
+        *,
+        owner: str | None = None,
+        session_id: str | None = None,
+        kind: str | None = None,
+        state: str | None = None,
+        min_size: int | None = None,
+        created_after: datetime | None = None,
+        created_before: datetime | None = None,
+        include_gone: bool = False,
+        sort: SortKey = "created",
+        descending: bool = True,
+        limit: int = 50,
+        cursor: str | None = None,
+        with_total: bool = False,
+    ) -> ArtifactPage:
+        if limit < 1 or limit > MAX_PAGE:
+            raise InvalidArgument(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
+        if sort not in ("created", "size"):
+            raise InvalidArgument(f"sort must be 'created' or 'size', got {sort!r}")
+        if state is not None and state not in STATES:
+            raise InvalidArgument(f"unknown state {state!r}: one of {', '.join(STATES)}")
+        if min_size is not None and min_size < 0:
+            raise InvalidArgument("min_size must be >= 0")
+        now = self.clock.now()
+        conds: list[ColumnElement[bool]] = []
+        if not principal.is_admin:
+            if owner is not None and owner != principal.name:
+                return ArtifactPage(
+                    items=[], next_cursor=None, total_bytes=0 if with_total else None
+                )
+            conds.append(Artifact.owner == principal.name)
+        elif owner is not None:
+            conds.append(Artifact.owner == owner)
+        if session_id is not None:
+            conds.append(Artifact.session_id == session_id)
+        if kind is not None:
+            conds.append(Artifact.kind == kind)
+        if min_size is not None:
+            conds.append(Artifact.size_bytes >= min_size)
+        if created_after is not None:
+            conds.append(Artifact.created_at >= created_after)
+        if created_before is not None:
+            conds.append(Artifact.created_at < created_before)
+        lapsed = and_(Artifact.state == "writing", Artifact.lease_expires_at <= now)
+        expired = and_(
+            Artifact.expires_at <= now,
+            Artifact.pinned_at.is_(None),
+            Artifact.state.not_in(GONE_STATES),
+        )
+        if state == "incomplete":
+            conds.append(or_(Artifact.state == "incomplete", lapsed))
+        elif state == "writing":
+            conds.append(Artifact.state == "writing")
+            conds.append(or_(Artifact.lease_expires_at.is_(None), Artifact.lease_expires_at > now))
+        elif state == "expired":
+            conds.append(or_(Artifact.state == "expired", expired))
+        elif state is not None:
+            conds.append(Artifact.state == state)
+            conds.append(~expired)
+        if not include_gone and state not in GONE_STATES:
+            conds.append(Artifact.state.not_in(GONE_STATES))
+            conds.append(~expired)
+        col = Artifact.created_at if sort == "created" else Artifact.size_bytes
+        if cursor is not None:
+            value, last_id = _decode_cursor(cursor, sort)
+            key = tuple_(col, Artifact.id)
+            conds.append(
+                key < tuple_(value, last_id) if descending else key > tuple_(value, last_id)
+            )
+        order = (col.desc(), Artifact.id.desc()) if descending else (col.asc(), Artifact.id.asc())
+        with self._read() as s:
+            rows = (
+                s.execute(select(Artifact).where(*conds).order_by(*order).limit(limit + 1))
+                .scalars()
+                .all()
+            )
+            total = None
+            if with_total:
+                # The cursor condition is the last one added; totals cover the whole filter.
+                base = conds[:-1] if cursor is not None else conds
+                total = int(
+                    s.execute(
+                        select(func.coalesce(func.sum(Artifact.size_bytes), 0)).where(*base)
+                    ).scalar_one()
+                )
+        items = [_info(r, now) for r in rows[:limit]]
+        next_cursor = None
+        if len(rows) > limit:
+            last = rows[limit - 1]
+            next_cursor = _encode_cursor(
+                last.created_at if sort == "created" else last.size_bytes, last.id
+            )
+        return ArtifactPage(items=items, next_cursor=next_cursor, total_bytes=total)
+
+    def delete(
+        self, principal: Principal, artifact_id: str, *, reason: str = "deleted"
+    ) -> ArtifactInfo:
+        """Tombstone the artifact and remove its bytes. Idempotent on a tombstone."""
+        now = self.clock.now()
+        with self._write() as s:
+            row = self._load(s, principal, artifact_id)
+            if row.state not in GONE_STATES:
+                freed = row.size_bytes
+                row.state = "deleted"
+                row.deleted_at = now
+                row.deleted_by = principal.name
+                row.delete_reason = reason
+                row.updated_at = now
+                row.lease_token = None
+                row.lease_expires_at = None
+                bump_usage(s, row.owner, -freed, -1)
+        self.purge_bytes(artifact_id)
+        return self.get(principal, artifact_id)
+
+    def purge_bytes(self, artifact_id: str) -> int:
+        """Remove a tombstoned artifact's blobs and segment rows; return bytes freed."""
+        freed = 0
+        while True:
+            with self._read() as s:
+                segs = s.execute(
+                    select(Segment.seq, Segment.blob_key, Segment.size)
+                    .where(Segment.artifact_id == artifact_id)
+                    .order_by(Segment.seq)
+                    .limit(1000)
+                ).all()
+            if not segs:
+                break
+            self.blobs.delete_many([k for _, k, _ in segs])
+            with self._write() as s:
+                s.execute(
+                    delete(Segment).where(
+                        Segment.artifact_id == artifact_id,
+                        Segment.seq.in_([q for q, _, _ in segs]),
+                    )
+                )
+            freed += sum(int(n) for _, _, n in segs)
+        with self._write() as s:
+            s.execute(
+                update(Artifact)
+                .where(Artifact.id == artifact_id, Artifact.state.in_(GONE_STATES))
+                .values(purged_at=self.clock.now())
+            )
+        return freed
+
+    # -- reads -----------------------------------------------------------------------
+
+    def _readable(self, principal: Principal, artifact_id: str) -> tuple[ArtifactInfo, Content]:
+        info = self.get(principal, artifact_id)
+        if info.state in GONE_STATES:
+            when = info.deleted_at if info.state == "deleted" else info.expires_at
+            why = info.delete_reason or info.state
+            raise Gone(f"artifact {artifact_id} is {info.state} ({why})", reason=why, since=when)
+        return info, self._content(info)
+
+    def _content(self, info: ArtifactInfo) -> Content:
+        def missing() -> Exception:
+            try:
+                self._readable(Principal(name=info.owner, role="admin"), info.id)
+            except (Gone, NotFound) as exc:
+                return exc
+            return StorageUnavailable(f"artifact {info.id}: a stored segment is missing")
+
+        return Content(
+            self._sessions, self.blobs, info.id, info.size_bytes, info.line_count, missing
+        )
+
+    def open_content(self, principal: Principal, artifact_id: str) -> tuple[ArtifactInfo, Content]:
+        """Metadata and a stable byte view of what is stored now (streaming downloads)."""
+        return self._readable(principal, artifact_id)
+
+    def read_bytes(self, principal: Principal, artifact_id: str, start: int, end: int) -> bytes:
+        """Bytes [start, end), at most ``read_max_bytes``; end clipped to the stored size."""
+        if start < 0 or end < start:
+            raise InvalidRange(f"invalid byte range {start}-{end}: need 0 <= start <= end")
+        if end - start > self.settings.read_max_bytes:
+            raise InvalidRange(
+                f"range of {end - start} bytes exceeds the read limit of "
+                f"{self.settings.read_max_bytes} bytes"
+            )
+        _, content = self._readable(principal, artifact_id)
+        return content.read(start, end)
+
+    def text(
+        self, principal: Principal, artifact_id: str, offset: int = 0, limit: int | None = None
+    ) -> TextWindow:
+        info, content = self._readable(principal, artifact_id)
+        limit = self._bound(limit)
+        return reads.text_window(content, offset, limit, complete=info.complete)
+
+    def lines(
+        self,
+        principal: Principal,
+        artifact_id: str,
+        start: int = 1,
+        count: int = 100,
+        max_bytes: int | None = None,
+    ) -> LineWindow:
+        info, content = self._readable(principal, artifact_id)
+        return reads.line_window(
+            content, start, count, max_bytes=self._bound(max_bytes), complete=info.complete
+        )
+
+    def tail(
+        self,
+        principal: Principal,
+        artifact_id: str,
+        *,
+        lines: int | None = None,
+        nbytes: int | None = None,
+        max_bytes: int | None = None,
+    ) -> TailWindow:
+        info, content = self._readable(principal, artifact_id)
+        return reads.tail(
+            content,
+            lines=lines,
+            nbytes=nbytes,
+            max_bytes=self._bound(max_bytes),
+            complete=info.complete,
+        )
+
+    def grep(
+        self,
+        principal: Principal,
+        artifact_id: str,
+        pattern: str,
+        *,
+        ignore_case: bool = False,
+        fixed: bool = False,
+        context: int = 0,
+        max_matches: int = 100,
+        offset: int = 0,
+        max_bytes: int | None = None,
+        scan_bytes: int = 256 * 1024 * 1024,
+    ) -> GrepResult:
+        reads.compile_pattern(pattern, ignore_case=ignore_case, fixed=fixed)  # fail fast
+        info, content = self._readable(principal, artifact_id)
+        return reads.grep(
+            content,
+            pattern,
+            ignore_case=ignore_case,
+            fixed=fixed,
+            context=context,
+            max_matches=max_matches,
+            offset=offset,
+            max_bytes=self._bound(max_bytes),
+            scan_bytes=scan_bytes,
+            complete=info.complete,
+        )
+
+    def _bound(self, value: int | None) -> int:
+        cap = self.settings.read_max_bytes
+        if value is None:
+            return cap
+        if value <= 0:
+            raise InvalidRange(f"limit must be positive, got {value}")
+        return min(value, cap)
+
+    def check(self) -> None:
+        """Raise StorageUnavailable if the database or the blob backend is unusable."""
+        check_database(self.engine)
+        self.blobs.check()
+
+
+def _info(row: Artifact, now: datetime) -> ArtifactInfo:
+    state = row.state
+    if state == "writing" and row.lease_expires_at is not None and row.lease_expires_at <= now:
+        state = "incomplete"
+    elif (
+        state not in GONE_STATES
+        and row.expires_at is not None
+        and row.expires_at <= now
+        and row.pinned_at is None
+    ):
+        state = "expired"
+    return ArtifactInfo(
+        id=row.id,
+        owner=row.owner,
+        session_id=row.session_id,
+        kind=row.kind,
+        name=row.name,
+        media_type=row.media_type,
+        source=row.source or {},
+        state=state,
+        size_bytes=row.size_bytes,
+        total_bytes=row.total_bytes,
+        max_bytes=row.max_bytes,
+        line_count=row.line_count,
+        sha256=row.sha256,
+        error=row.error,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        completed_at=row.completed_at,
+        expires_at=None if row.pinned_at else row.expires_at,
+        retention_source="pinned" if row.pinned_at else row.retention_source,
+        retention_clamped=row.retention_clamped,
+        pinned=row.pinned_at is not None,
+        pinned_at=row.pinned_at,
+        pinned_by=row.pinned_by,
+        pin_reason=row.pin_reason,
+        deleted_at=row.deleted_at,
+        delete_reason=row.delete_reason,
+    )
+
+
+def _encode_cursor(value: datetime | int, artifact_id: str) -> str:
+    raw = value.isoformat() if isinstance(value, datetime) else value
+    return base64.urlsafe_b64encode(json.dumps([raw, artifact_id]).encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str, sort: SortKey) -> tuple[Any, str]:
+    try:
+        raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        value, artifact_id = raw
+        check_artifact_id(artifact_id)
+        if sort == "created":
+            parsed: Any = datetime.fromisoformat(value)
+        elif isinstance(value, int):
+            parsed = value
+        else:
+            raise ValueError("size cursor needs an integer")
+        return parsed, artifact_id
+    except (ValueError, TypeError, binascii.Error, json.JSONDecodeError, InvalidArgument):
+        raise InvalidArgument(f"invalid cursor {cursor[:40]!r} for sort {sort!r}") from None
+
+
+def _first_line(exc: SQLAlchemyError) -> str:
+    orig = getattr(exc, "orig", None) or exc
+    text = str(orig).strip()
+    return text.splitlines()[0] if text else type(orig).__name__

@@ -1,0 +1,158 @@
+"""Real backends for every test: SQLite files, a PostgreSQL database, a temp-dir blob
+root, moto's S3 in-process, and moto's HTTP server for cross-process tests.
+
+PostgreSQL cases are skipped (with the reason) only when the server is unreachable
+and OVERSPILL_REQUIRE_POSTGRES is unset; CI sets it, so there they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from artifacts.config import StoreSettings
+from artifacts.db.engine import make_engine, upgrade
+from artifacts.db.models import Base
+from artifacts.store import ArtifactStore
+from tests.helpers import make_bucket, store_settings
+
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+
+PG_ADMIN_URL = os.environ.get(
+    "OVERSPILL_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+)
+
+
+def _pg_reason() -> str | None:
+    try:
+        eng = create_engine(PG_ADMIN_URL, connect_args={"connect_timeout": 3})
+        with eng.connect() as conn:
+            conn.execute(text("SELECT 1"))
+        eng.dispose()
+        return None
+    except Exception as exc:  # report any reason the server cannot be used
+        return f"PostgreSQL unreachable at {PG_ADMIN_URL}: {str(exc).splitlines()[0]}"
+
+
+@pytest.fixture(scope="session")
+def pg_database_url() -> Iterator[str]:
+    reason = _pg_reason()
+    if reason:
+        if os.environ.get("OVERSPILL_REQUIRE_POSTGRES"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    name = f"overspill_test_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    url = PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+    engine = make_engine(url)
+    upgrade(engine)
+    engine.dispose()
+    yield url
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("template") / "overspill.db"
+    engine = make_engine(f"sqlite:///{path}")
+    upgrade(engine)
+    engine.dispose()
+    return path
+
+
+def _truncate_all(url: str) -> None:
+    engine = create_engine(url)
+    names = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+    with engine.begin() as conn:
+        conn.execute(text(f"TRUNCATE {names} CASCADE"))
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(
+    request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path
+) -> Iterator[str]:
+    if request.param == "sqlite":
+        path = tmp_path / "overspill.db"
+        shutil.copyfile(sqlite_template, path)
+        yield f"sqlite:///{path}"
+    else:
+        url: str = request.getfixturevalue("pg_database_url")
+        yield url
+        _truncate_all(url)
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[str]:
+    """moto's real S3 HTTP endpoint on loopback, shared by the session."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def in_process_s3() -> Iterator[None]:
+    from moto import mock_aws
+
+    with mock_aws():
+        yield
+
+
+@pytest.fixture(params=["local", "s3"])
+def blob_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "local":
+        yield (tmp_path / "blobs").as_uri()
+    else:
+        request.getfixturevalue("in_process_s3")
+        yield f"s3://{make_bucket()}/prefix"
+
+
+@pytest.fixture
+def settings(tmp_path: Path, database_url: str, blob_url: str) -> StoreSettings:
+    return store_settings(tmp_path, database_url, blob_url)
+
+
+@pytest.fixture
+def store(settings: StoreSettings) -> Iterator[ArtifactStore]:
+    s = ArtifactStore(
+        settings,
+        make_engine(settings.resolved_database_url),
+        _blobs(settings),
+    )
+    yield s
+    s.close()
+
+
+def _blobs(settings: StoreSettings) -> Any:
+    from artifacts.blobs.registry import open_blob_store
+
+    return open_blob_store(settings.resolved_blob_url, s3_endpoint_url=settings.s3_endpoint_url)
+
+
+@pytest.fixture(params=["local", "s3-server"])
+def server_blob_url(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[str, str | None]]:
+    """Blob URL reachable from other processes: a directory, or moto's HTTP server."""
+    if request.param == "local":
+        yield (tmp_path / "blobs").as_uri(), None
+    else:
+        endpoint: str = request.getfixturevalue("moto_server")
+        yield f"s3://{make_bucket(endpoint)}/p", endpoint

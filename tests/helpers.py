@@ -1,0 +1,57 @@
+"""Shared test helpers: principals, settings for a backend pair, writing an artifact."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from artifacts.config import StoreSettings
+from artifacts.records import Principal
+from artifacts.store import ArtifactStore
+
+ALICE = Principal(name="user:alice", role="user")
+BOB = Principal(name="user:bob", role="user")
+ADMIN = Principal(name="user:root", role="admin")
+
+
+def make_bucket(endpoint: str | None = None) -> str:
+    import boto3
+
+    name = f"ovs-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=name)
+    return name
+
+
+def store_settings(home: Path, database_url: str, blob_url: str, **extra: Any) -> StoreSettings:
+    values: dict[str, Any] = {
+        "home": home,
+        "database_url": database_url,
+        "blob_url": blob_url,
+        "segment_bytes": 64 * 1024,
+        "flush_interval_s": 0.05,
+        "lease_seconds": 30.0,
+    }
+    values.update(extra)
+    return StoreSettings(**values)
+
+
+def write_artifact(
+    store: ArtifactStore,
+    data: bytes,
+    principal: Principal = ALICE,
+    chunks: list[int] | None = None,
+    **kwargs: Any,
+) -> str:
+    writer = store.open_writer(principal, **kwargs)
+    if chunks is None:
+        writer.write(data)
+    else:
+        pos = 0
+        for n in chunks:
+            writer.write(data[pos : pos + n])
+            writer.flush()
+            pos += n
+        writer.write(data[pos:])
+    writer.close()
+    return writer.id

@@ -1,0 +1,289 @@
+"""The store's behaviour on every {SQLite, PostgreSQL} x {local, S3} pair."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from artifacts.errors import Conflict, InvalidArgument, InvalidRange, NotFound
+from artifacts.store import ArtifactStore
+from tests.helpers import ADMIN, ALICE, BOB, write_artifact
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=300_000), cuts=st.lists(st.integers(0, 300_000), max_size=12))
+def test_bytes_come_back_exactly_for_any_chunking(store: ArtifactStore, data: bytes, cuts: list[int]) -> None:
+    points = sorted({c for c in cuts if c < len(data)})
+    writer = store.open_writer(ALICE)
+    prev = 0
+    for p in [*points, len(data)]:
+        writer.write(data[prev:p])
+        prev = p
+    result = writer.close()
+    assert result.state == "complete"
+    assert result.sha256 == hashlib.sha256(data).hexdigest()
+    _, content = store.open_content(ALICE, writer.id)
+    assert b"".join(content.iter_range(0, len(data))) == data
+    info = store.get(ALICE, writer.id)
+    assert info.size_bytes == info.total_bytes == len(data)
+    assert info.line_count == data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
+
+
+def test_every_byte_range_across_segment_boundaries(store: ArtifactStore) -> None:
+    data = bytes(range(24))
+    # flush after each chunk: segments of 7, 1, 13 and the last 3
+    art = write_artifact(store, data, chunks=[7, 1, 13])
+    for start in range(0, 25):
+        for end in range(start, 26):
+            assert store.read_bytes(ALICE, art, start, end) == data[start:end]
+
+
+def test_negative_and_inverted_ranges_are_rejected(store: ArtifactStore) -> None:
+    art = write_artifact(store, b"hello")
+    with pytest.raises(InvalidRange, match="invalid byte range"):
+        store.read_bytes(ALICE, art, -1, 3)
+    with pytest.raises(InvalidRange, match="invalid byte range"):
+        store.read_bytes(ALICE, art, 4, 2)
+    with pytest.raises(InvalidRange):
+        store.text(ALICE, art, offset=-5)
+    with pytest.raises(InvalidRange):
+        store.lines(ALICE, art, start=0)
+
+
+def test_text_windows_never_split_a_character(store: ArtifactStore) -> None:
+    text = "a€b😀c" * 40 + "é"
+    data = text.encode()
+    art = write_artifact(store, data, chunks=[101, 5, 7])
+    for limit in (1, 2, 3, 5, 64, 1000):
+        offset, pieces = 0, []
+        while True:
+            win = store.text(ALICE, art, offset=offset, limit=limit)
+            assert "\ufffd" not in win.text
+            assert len(win.text.encode()) <= max(limit, 4)
+            pieces.append(win.text)
+            assert win.next_offset > offset or win.eof
+            offset = win.next_offset
+            if win.eof:
+                break
+        assert "".join(pieces) == text
+        assert win.complete
+
+
+def test_text_window_starting_mid_character_skips_to_the_next(store: ArtifactStore) -> None:
+    art = write_artifact(store, "€x".encode())
+    win = store.text(ALICE, art, offset=1, limit=10)
+    assert win.offset == 3 and win.text == "x"
+
+
+def test_lines_handle_crlf_and_missing_final_newline(store: ArtifactStore) -> None:
+    art = write_artifact(store, b"one\r\ntwo\r\nthree", chunks=[4, 3])
+    win = store.lines(ALICE, art, start=1, count=10)
+    assert [ln.text for ln in win.lines] == ["one", "two", "three"]
+    assert [ln.number for ln in win.lines] == [1, 2, 3]
+    assert win.eof and win.line_count == 3
+    second = store.lines(ALICE, art, start=2, count=1)
+    assert [ln.text for ln in second.lines] == ["two"] and second.next_line == 3
+    assert store.lines(ALICE, art, start=4, count=1).lines == []
+
+
+def test_line_lookup_uses_segments_and_finds_every_line(store: ArtifactStore) -> None:
+    lines = [f"line {i}" for i in range(1, 2001)]
+    data = ("\n".join(lines) + "\n").encode()
+    art = write_artifact(store, data, chunks=[5000, 3, 7777, 1])
+    for n in (1, 2, 500, 733, 1999, 2000):
+        win = store.lines(ALICE, art, start=n, count=2)
+        assert win.lines[0].text == f"line {n}"
+    assert store.get(ALICE, art).line_count == 2000
+    assert store.lines(ALICE, art, start=2001, count=1).lines == []
+
+
+def test_empty_artifact_reads(store: ArtifactStore) -> None:
+    art = write_artifact(store, b"")
+    info = store.get(ALICE, art)
+    assert info.state == "complete" and info.size_bytes == 0 and info.line_count == 0
+    assert info.sha256 == hashlib.sha256(b"").hexdigest()
+    assert store.text(ALICE, art).text == ""
+    assert store.text(ALICE, art).eof
+    assert store.lines(ALICE, art).lines == []
+    assert store.tail(ALICE, art, lines=5).text == ""
+    assert store.grep(ALICE, art, "x").matches == []
+
+
+def test_tail_by_lines_and_bytes(store: ArtifactStore) -> None:
+    data = b"".join(b"row %d\n" % i for i in range(100))
+    art = write_artifact(store, data, chunks=[333])
+    t = store.tail(ALICE, art, lines=3)
+    assert t.text == "row 97\nrow 98\nrow 99\n" and t.first_line == 98
+    assert store.tail(ALICE, art, nbytes=7).text == "\nrow 99\n"[-7:]
+    nofinal = write_artifact(store, b"a\nb\nc")
+    assert store.tail(ALICE, nofinal, lines=2).text == "b\nc"
+    crlf = write_artifact(store, b"x\r\ny\r\n")
+    assert store.tail(ALICE, crlf, lines=1).text == "y\r\n"
+
+
+def test_tail_is_bounded_and_says_so(store: ArtifactStore) -> None:
+    art = write_artifact(store, b"x" * 10_000)
+    t = store.tail(ALICE, art, lines=1, max_bytes=100)
+    assert len(t.text) == 100 and t.truncated and t.first_line is None
+
+
+def test_very_long_lines_are_truncated_in_windows_not_lost(store: ArtifactStore) -> None:
+    data = b"a" * 200_000 + b"\nshort\n"
+    art = write_artifact(store, data)
+    win = store.lines(ALICE, art, start=1, count=2)
+    assert win.lines[0].truncated and len(win.lines[0].text) == 64 * 1024
+    assert win.lines[1].text == "short"
+    assert store.read_bytes(ALICE, art, 199_990, 200_001) == b"a" * 10 + b"\n"
+
+
+def test_grep_reports_lines_offsets_and_context(store: ArtifactStore) -> None:
+    data = b"alpha\nBeta one\ngamma\nbeta two\r\ndelta\n"
+    art = write_artifact(store, data, chunks=[8])
+    res = store.grep(ALICE, art, "beta", ignore_case=True, context=1)
+    assert [m.line.number for m in res.matches] == [2, 4]
+    assert [m.line.offset for m in res.matches] == [6, 21]
+    assert res.matches[1].line.text == "beta two"
+    assert [ln.text for ln in res.matches[0].before] == ["alpha"]
+    assert [ln.text for ln in res.matches[0].after] == ["gamma"]
+    assert [ln.text for ln in res.matches[1].after] == ["delta"]
+    assert res.eof and not res.truncated
+    assert store.grep(ALICE, art, "beta").matches[0].line.number == 4
+
+
+def test_grep_fixed_strings_and_continuation(store: ArtifactStore) -> None:
+    data = b"".join(b"a.b %d\n" % i for i in range(50)) + b"axb\n"
+    art = write_artifact(store, data)
+    first = store.grep(ALICE, art, "a.b", fixed=True, max_matches=20)
+    assert len(first.matches) == 20 and first.truncated and not first.eof
+    rest = store.grep(ALICE, art, "a.b", fixed=True, max_matches=100, offset=first.next_offset)
+    assert [m.line.number for m in rest.matches] == list(range(21, 51))
+    assert rest.eof
+
+
+def test_grep_pattern_that_blows_up_backtracking_finishes(store: ArtifactStore) -> None:
+    art = write_artifact(store, b"a" * 50_000 + b"b\n")
+    res = store.grep(ALICE, art, r"(a+)+$")
+    assert res.matches == [] and res.eof
+    res = store.grep(ALICE, art, r"(a|aa)+b")
+    assert len(res.matches) == 1
+
+
+def test_invalid_regex_is_a_clear_error(store: ArtifactStore) -> None:
+    art = write_artifact(store, b"x")
+    with pytest.raises(InvalidArgument, match="invalid regular expression"):
+        store.grep(ALICE, art, "(unclosed")
+    with pytest.raises(InvalidArgument, match="must not be empty"):
+        store.grep(ALICE, art, "")
+
+
+def test_cap_keeps_the_prefix_and_counts_the_rest(store: ArtifactStore) -> None:
+    writer = store.open_writer(ALICE, max_bytes=10)
+    writer.write(b"0123456")
+    writer.write(b"789abcdef")
+    writer.write(b"more")
+    result = writer.close()
+    assert result.state == "capped"
+    info = store.get(ALICE, writer.id)
+    assert (info.state, info.size_bytes, info.total_bytes) == ("capped", 10, 20)
+    assert store.read_bytes(ALICE, writer.id, 0, 100) == b"0123456789"
+    assert info.sha256 == hashlib.sha256(b"0123456789").hexdigest()
+
+
+def test_another_owners_artifact_is_indistinguishable_from_a_missing_one(store: ArtifactStore) -> None:
+    art = write_artifact(store, b"secret", principal=ALICE)
+    missing = "art_" + "0" * 26
+    for call in (
+        lambda a: store.get(BOB, a),
+        lambda a: store.read_bytes(BOB, a, 0, 1),
+        lambda a: store.text(BOB, a),
+        lambda a: store.grep(BOB, a, "s"),
+        lambda a: store.delete(BOB, a),
+    ):
+        with pytest.raises(NotFound) as theirs:
+            call(art)
+        with pytest.raises(NotFound) as nothing:
+            call(missing)
+        assert str(theirs.value).replace(art, "ID") == str(nothing.value).replace(missing, "ID")
+    assert store.get(ADMIN, art).owner == ALICE.name
+    assert store.list(BOB).items == []
+    assert [i.id for i in store.list(ALICE).items] == [art]
+
+
+def test_invalid_ids_are_rejected_by_shape(store: ArtifactStore) -> None:
+    for bad in ("", "art_", "art_../../etc/passwd", "ART_" + "0" * 26, "art_" + "I" * 26):
+        with pytest.raises(InvalidArgument, match="invalid artifact id"):
+            store.get(ALICE, bad)
+
+
+def test_delete_leaves_a_tombstone_and_frees_the_bytes(store: ArtifactStore) -> None:
+    from artifacts.errors import Gone
+
+    art = write_artifact(store, os.urandom(200_000))
+    info = store.delete(ALICE, art)
+    assert info.state == "deleted" and info.deleted_at is not None
+    with pytest.raises(Gone) as exc:
+        store.read_bytes(ALICE, art, 0, 10)
+    assert exc.value.reason == "deleted"
+    assert store.list(ALICE).items == []
+    assert [i.id for i in store.list(ALICE, include_gone=True).items] == [art]
+    assert list(store.blobs.list(art)) == []
+    assert store.delete(ALICE, art).state == "deleted"  # idempotent
+
+
+def test_writer_publishes_on_time_so_slow_output_is_visible(store: ArtifactStore) -> None:
+    import time
+
+    writer = store.open_writer(ALICE)
+    writer.write(b"first line\n")
+    deadline = time.monotonic() + 5
+    while store.get(ALICE, writer.id).size_bytes == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    info = store.get(ALICE, writer.id)
+    assert info.state == "writing" and info.size_bytes == 11
+    assert store.text(ALICE, writer.id).text == "first line\n"
+    assert not store.text(ALICE, writer.id).complete
+    writer.close()
+
+
+def test_appending_after_close_is_a_conflict(store: ArtifactStore) -> None:
+    writer = store.open_writer(ALICE)
+    writer.close()
+    with pytest.raises(Conflict):
+        writer.write(b"late")
+
+
+def test_list_filters_and_sorts(store: ArtifactStore) -> None:
+    small = write_artifact(store, b"x", session_id="s1", kind="output")
+    big = write_artifact(store, b"y" * 5000, session_id="s2", kind="log")
+    mid = write_artifact(store, b"z" * 100, session_id="s1")
+    assert [i.id for i in store.list(ALICE, sort="size").items] == [big, mid, small]
+    assert [i.id for i in store.list(ALICE, sort="size", descending=False).items] == [small, mid, big]
+    assert {i.id for i in store.list(ALICE, session_id="s1").items} == {small, mid}
+    assert [i.id for i in store.list(ALICE, kind="log").items] == [big]
+    assert [i.id for i in store.list(ALICE, min_size=100, sort="size").items] == [big, mid]
+    assert store.list(ALICE, with_total=True).total_bytes == 5101
+    assert [i.id for i in store.list(ALICE, state="complete", sort="size").items] == [big, mid, small]
+    with pytest.raises(InvalidArgument, match="unknown state"):
+        store.list(ALICE, state="bogus")
+    with pytest.raises(InvalidArgument, match="invalid cursor"):
+        store.list(ALICE, cursor="not-a-cursor")
+
+
+def test_pagination_is_stable_under_concurrent_inserts(store: ArtifactStore) -> None:
+    original = [write_artifact(store, b"x" * (i + 1)) for i in range(23)]
+    for sort in ("created", "size"):
+        seen: list[str] = []
+        cursor = None
+        while True:
+            page = store.list(ALICE, sort=sort, limit=5, cursor=cursor)  # type: ignore[arg-type]
+            seen.extend(i.id for i in page.items)
+            write_artifact(store, b"new" * 7)  # lands while we page
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        assert len(seen) == len(set(seen))
+        assert set(original) <= set(seen)
