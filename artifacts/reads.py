@@ -237,7 +237,10 @@ def compile_pattern(pattern: str, *, ignore_case: bool, fixed: bool) -> re2._Reg
     try:
         return re2.compile(pattern, options)
     except re2.error as exc:
-        raise InvalidArgument(f"invalid regular expression {pattern!r}: {exc}") from None
+        reason = exc.args[0] if exc.args else "syntax error"
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", errors="replace")
+        raise InvalidArgument(f"invalid regular expression {pattern!r}: {reason}") from None
 
 
 def grep(

@@ -15,6 +15,7 @@ import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import ColumnElement, Engine, and_, delete, func, or_, select, tuple_, update
@@ -27,9 +28,17 @@ from artifacts.blobs.registry import open_blob_store
 from artifacts.clock import Clock, SystemClock
 from artifacts.config import StoreSettings
 from artifacts.content import Content, segment_key
-from artifacts.db.engine import WRITE_LOCK, check_database, make_engine, upgrade
+from artifacts.db.engine import (
+    SCHEMA_HEAD,
+    WRITE_LOCK,
+    check_database,
+    ensure_schema,
+    make_engine,
+    schema_revision,
+)
 from artifacts.db.models import Artifact, Segment
 from artifacts.errors import (
+    ConfigurationError,
     Conflict,
     Gone,
     InvalidArgument,
@@ -78,14 +87,18 @@ class ArtifactStore:
     def open(cls, settings: StoreSettings, clock: Clock | None = None) -> ArtifactStore:
         """Build the store from settings. The embedded SQLite default migrates itself;
         a PostgreSQL deployment is migrated explicitly with ``overspill db upgrade``."""
+        if settings.database_url is None or settings.blob_url is None:
+            _private_dir(settings.home)
         blobs = open_blob_store(
             settings.resolved_blob_url, s3_endpoint_url=settings.s3_endpoint_url
         )
         engine = make_engine(settings.resolved_database_url)
         if settings.is_embedded_database:
-            upgrade(engine)
-        else:
-            check_database(engine)
+            ensure_schema(engine)
+        elif schema_revision(engine) != SCHEMA_HEAD:
+            raise ConfigurationError(
+                "database schema is not current: run `overspill db upgrade` first"
+            )
         return cls(settings, engine, blobs, clock)
 
     def close(self) -> None:
@@ -173,8 +186,8 @@ class ArtifactStore:
             segment_bytes=s.segment_bytes,
             flush_interval=s.flush_interval_s,
             lease_seconds=s.lease_seconds,
-            commit=lambda _seq, offset, data: self._commit_segment(
-                artifact_id, start + offset, data, token
+            commit=lambda offset, data, newlines: self._commit_segment(
+                artifact_id, start + offset, data, token, newlines
             ),
             renew=lambda: self._renew_lease(artifact_id, token),
             finish=lambda state, size, total, sha, err: self._finish(
@@ -233,7 +246,12 @@ class ArtifactStore:
         return row
 
     def _commit_segment(
-        self, artifact_id: str, offset: int, data: bytes, token: str | None
+        self,
+        artifact_id: str,
+        offset: int,
+        data: bytes | bytearray,
+        token: str | None,
+        newlines: int | None = None,
     ) -> None:
         """Publish one segment: the blob first, then the row that makes it visible.
 
@@ -264,7 +282,8 @@ class ArtifactStore:
                     else None
                 )
                 line_offset = prev.line_offset + prev.newlines if prev else 0
-                newlines = data.count(b"\n")
+                if newlines is None:
+                    newlines = data.count(b"\n")
                 now = self.clock.now()
                 s.add(
                     Segment(
@@ -701,6 +720,13 @@ class ArtifactStore:
         """Raise StorageUnavailable if the database or the blob backend is unusable."""
         check_database(self.engine)
         self.blobs.check()
+
+
+def _private_dir(path: Path) -> None:
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageUnavailable(f"cannot create data directory {path}: {exc.strerror}") from None
 
 
 def _info(row: Artifact, now: datetime) -> ArtifactInfo:

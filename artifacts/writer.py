@@ -15,17 +15,24 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import TracebackType
 
 from artifacts.errors import Conflict, OverspillError, StorageUnavailable
 from artifacts.records import WriteResult
 
-CommitFn = Callable[[int, int, bytes], None]
-"""commit(seq, offset, data): publish one segment; raises on failure."""
+CommitFn = Callable[[int, bytearray, int], None]
+"""commit(offset, data, newlines): publish one segment; raises on failure."""
 
 RenewFn = Callable[[], None]
 FinishFn = Callable[[str, int, int, "str | None", "str | None"], None]
 """finish(state, size, total, sha256, error): record the final state."""
+
+
+@dataclass(frozen=True)
+class _Pending:
+    offset: int
+    data: bytearray
 
 
 class ArtifactWriter:
@@ -40,7 +47,7 @@ class ArtifactWriter:
         commit: CommitFn,
         renew: RenewFn,
         finish: FinishFn,
-        max_pending: int = 2,
+        max_pending: int = 1,
     ) -> None:
         self.id = artifact_id
         self._max_bytes = max_bytes
@@ -54,10 +61,9 @@ class ArtifactWriter:
         self._hasher = hashlib.sha256()
         self._buffer = bytearray()
         self._buffer_since = 0.0
-        self._pending: deque[tuple[int, int, bytes]] = deque()
+        self._pending: deque[_Pending] = deque()
         self._cond = threading.Condition()
         self._in_flight = 0
-        self._next_seq = 0
         self._accepted = 0  # bytes taken into the artifact (<= max_bytes)
         self._committed = 0
         self._total = 0  # bytes the producer offered
@@ -105,14 +111,14 @@ class ArtifactWriter:
         self._accepted += n
         view = memoryview(data)
         while view:
-            take = min(len(view), self._segment_bytes - len(self._buffer))
+            piece = view[: self._segment_bytes - len(self._buffer)]
             with self._cond:
                 if not self._buffer:
                     self._buffer_since = time.monotonic()
-                self._buffer += view[:take]
+                self._buffer += piece
                 if len(self._buffer) >= self._segment_bytes:
                     self._enqueue_buffer_locked(wait=True)
-            view = view[take:]
+            view = view[len(piece) :]
 
     def flush(self) -> None:
         """Publish everything written so far and wait until readers can see it."""
@@ -192,16 +198,12 @@ class ArtifactWriter:
         if self.error:
             self._buffer.clear()
             return
-        data = bytes(self._buffer)
-        self._buffer.clear()
-        offset = self._committed_offset_locked()
-        self._pending.append((self._next_seq, offset, data))
-        self._next_seq += 1
+        # Hand the buffer itself over (no copy) and start a fresh one.
+        queued = sum(len(p.data) for p in self._pending)
+        offset = self._committed + self._in_flight + queued
+        self._pending.append(_Pending(offset, self._buffer))
+        self._buffer = bytearray()
         self._cond.notify_all()
-
-    def _committed_offset_locked(self) -> int:
-        queued = sum(len(d) for _, _, d in self._pending)
-        return self._committed + self._in_flight + queued
 
     # -- background publisher --------------------------------------------------------
 
@@ -212,7 +214,7 @@ class ArtifactWriter:
                 if item is None and self._closing and not self._pending:
                     return
                 if item is not None:
-                    self._in_flight = len(item[2])
+                    self._in_flight = len(item.data)
             if item is not None:
                 self._publish(item)
             elif time.monotonic() - self._last_renew >= self._renew_every:
@@ -222,7 +224,7 @@ class ArtifactWriter:
                 except OverspillError:
                     pass  # retried next tick; the lease is generous
 
-    def _next_item_locked(self) -> tuple[int, int, bytes] | None:
+    def _next_item_locked(self) -> _Pending | None:
         deadline = time.monotonic() + min(self._flush_interval, self._renew_every)
         while not self._pending and not self._closing:
             if self._buffer and time.monotonic() - self._buffer_since >= self._flush_interval:
@@ -238,10 +240,10 @@ class ArtifactWriter:
             self._cond.wait(remaining)
         return self._pending.popleft() if self._pending else None
 
-    def _publish(self, item: tuple[int, int, bytes]) -> None:
-        seq, offset, data = item
+    def _publish(self, item: _Pending) -> None:
         try:
-            self._commit_fn(seq, offset, data)
+            # Counting here, off the producer's thread, balances the two threads.
+            self._commit_fn(item.offset, item.data, item.data.count(b"\n"))
         except OverspillError as exc:
             with self._cond:
                 self.error = exc.message
@@ -257,7 +259,7 @@ class ArtifactWriter:
                 self._cond.notify_all()
             return
         with self._cond:
-            self._committed += len(data)
+            self._committed += len(item.data)
             self._in_flight = 0
             self._last_renew = time.monotonic()
             self._cond.notify_all()

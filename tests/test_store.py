@@ -9,14 +9,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from artifacts.errors import Conflict, InvalidArgument, InvalidRange, NotFound
+from artifacts.errors import Conflict, InvalidArgument, InvalidRange, NotFound, StorageUnavailable
 from artifacts.store import ArtifactStore
 from tests.helpers import ADMIN, ALICE, BOB, write_artifact
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=st.binary(max_size=300_000), cuts=st.lists(st.integers(0, 300_000), max_size=12))
-def test_bytes_come_back_exactly_for_any_chunking(store: ArtifactStore, data: bytes, cuts: list[int]) -> None:
+def test_bytes_come_back_exactly_for_any_chunking(
+    store: ArtifactStore, data: bytes, cuts: list[int]
+) -> None:
     points = sorted({c for c in cuts if c < len(data)})
     writer = store.open_writer(ALICE)
     prev = 0
@@ -193,7 +197,9 @@ def test_cap_keeps_the_prefix_and_counts_the_rest(store: ArtifactStore) -> None:
     assert info.sha256 == hashlib.sha256(b"0123456789").hexdigest()
 
 
-def test_another_owners_artifact_is_indistinguishable_from_a_missing_one(store: ArtifactStore) -> None:
+def test_another_owners_artifact_is_indistinguishable_from_a_missing_one(
+    store: ArtifactStore,
+) -> None:
     art = write_artifact(store, b"secret", principal=ALICE)
     missing = "art_" + "0" * 26
     for call in (
@@ -261,12 +267,20 @@ def test_list_filters_and_sorts(store: ArtifactStore) -> None:
     big = write_artifact(store, b"y" * 5000, session_id="s2", kind="log")
     mid = write_artifact(store, b"z" * 100, session_id="s1")
     assert [i.id for i in store.list(ALICE, sort="size").items] == [big, mid, small]
-    assert [i.id for i in store.list(ALICE, sort="size", descending=False).items] == [small, mid, big]
+    assert [i.id for i in store.list(ALICE, sort="size", descending=False).items] == [
+        small,
+        mid,
+        big,
+    ]
     assert {i.id for i in store.list(ALICE, session_id="s1").items} == {small, mid}
     assert [i.id for i in store.list(ALICE, kind="log").items] == [big]
     assert [i.id for i in store.list(ALICE, min_size=100, sort="size").items] == [big, mid]
     assert store.list(ALICE, with_total=True).total_bytes == 5101
-    assert [i.id for i in store.list(ALICE, state="complete", sort="size").items] == [big, mid, small]
+    assert [i.id for i in store.list(ALICE, state="complete", sort="size").items] == [
+        big,
+        mid,
+        small,
+    ]
     with pytest.raises(InvalidArgument, match="unknown state"):
         store.list(ALICE, state="bogus")
     with pytest.raises(InvalidArgument, match="invalid cursor"):
@@ -287,3 +301,67 @@ def test_pagination_is_stable_under_concurrent_inserts(store: ArtifactStore) -> 
                 break
         assert len(seen) == len(set(seen))
         assert set(original) <= set(seen)
+
+
+def test_a_storage_failure_mid_write_fails_the_artifact_but_keeps_what_was_stored(
+    store: ArtifactStore,
+) -> None:
+    writer = store.open_writer(ALICE)
+    writer.write(b"kept\n" * 100)
+    writer.flush()
+    _break_blob_backend(store)
+    writer.write(b"lost\n" * 100)
+    with pytest.raises(StorageUnavailable):
+        writer.flush()
+    with pytest.raises(StorageUnavailable):
+        writer.write(b"more")
+    result = writer.close()
+    assert result.state == "failed" and result.error and result.size_bytes == 500
+    info = store.get(ALICE, writer.id)
+    assert info.state == "failed" and info.error == result.error and info.size_bytes == 500
+
+
+def _break_blob_backend(store: ArtifactStore) -> None:
+    """Make the real backend unusable: the blob root becomes a file; the bucket vanishes."""
+    from artifacts.blobs.local import LocalBlobStore
+    from artifacts.blobs.s3 import S3BlobStore
+
+    if isinstance(store.blobs, LocalBlobStore):
+        root = store.blobs.root
+        root.rename(root.with_name("moved-away"))
+        root.write_bytes(b"not a directory")
+    else:
+        assert isinstance(store.blobs, S3BlobStore)
+        import boto3
+
+        s3 = boto3.client("s3")
+        for obj in s3.list_objects_v2(Bucket=store.blobs.bucket).get("Contents", []):
+            s3.delete_object(Bucket=store.blobs.bucket, Key=obj["Key"])
+        s3.delete_bucket(Bucket=store.blobs.bucket)
+
+
+def test_an_unreachable_database_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from artifacts.config import StoreSettings
+
+    settings = StoreSettings(
+        home=tmp_path, database_url="postgresql+psycopg://nobody@127.0.0.1:1/none"
+    )
+    with pytest.raises(StorageUnavailable, match=r"database .*127\.0\.0\.1:1/none unreachable"):
+        ArtifactStore.open(settings)
+
+
+def test_an_unsupported_database_url_is_a_configuration_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from artifacts.config import StoreSettings
+    from artifacts.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="unsupported database URL 'mysql://u@h/d'"):
+        ArtifactStore.open(StoreSettings(home=tmp_path, database_url="mysql://u:pw@h/d"))
+
+
+def test_bad_settings_name_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from artifacts.config import StoreSettings
+    from artifacts.errors import ConfigurationError
+
+    monkeypatch.setenv("OVERSPILL_SEGMENT_BYTES", "-3")
+    with pytest.raises(ConfigurationError, match="OVERSPILL_SEGMENT_BYTES"):
+        StoreSettings.load()

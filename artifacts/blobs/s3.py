@@ -54,18 +54,22 @@ class S3BlobStore:
         detail = code or type(exc).__name__
         return StorageUnavailable(f"S3 {action} {self.bucket}/{self.prefix}{key} failed: {detail}")
 
-    def put(self, key: str, data: bytes) -> None:
+    def put(self, key: str, data: bytes | bytearray) -> None:
+        full = self._key(key)
+        # botocore keeps extra copies of a bytearray body alive; bytes it streams.
+        body = bytes(data) if not isinstance(data, bytes) else data
         try:
-            self._client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
+            self._client.put_object(Bucket=self.bucket, Key=full, Body=body)
         except Exception as exc:
             raise self._fail("put", key, exc) from None
 
     def read(self, key: str, start: int, end: int) -> Iterator[bytes]:
+        full = self._key(key)
         if end <= start:
             return iter(())
         try:
             resp = self._client.get_object(
-                Bucket=self.bucket, Key=self._key(key), Range=f"bytes={start}-{end - 1}"
+                Bucket=self.bucket, Key=full, Range=f"bytes={start}-{end - 1}"
             )
         except Exception as exc:
             if _error_code(exc) in ("NoSuchKey", "404"):

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.pool import NullPool
 
@@ -19,6 +19,9 @@ from artifacts.errors import ConfigurationError, StorageUnavailable
 
 WRITE_LOCK = "overspill_write_lock"
 """Execution option: this transaction reads then writes; lock up front on SQLite."""
+
+SCHEMA_HEAD = "0001"
+"""The newest revision in migrations/versions (a test keeps the two in step)."""
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
@@ -47,6 +50,15 @@ def _sqlite_engine(url: str) -> Engine:
     if path and path != ":memory:":
         parent = os.path.dirname(os.path.abspath(path))
         os.makedirs(parent, mode=0o700, exist_ok=True)
+        # Private from the first byte; SQLite gives -wal/-shm the same mode.
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise StorageUnavailable(
+                f"cannot create database file {path}: {exc.strerror}"
+            ) from None
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
     @event.listens_for(engine, "connect")
@@ -80,6 +92,21 @@ def check_database(engine: Engine) -> None:
         raise StorageUnavailable(
             f"database {_redact(str(engine.url))} unreachable: {_first_line(exc)}"
         ) from None
+
+
+def schema_revision(engine: Engine) -> str | None:
+    """The revision the database is at, or None for an empty database."""
+    check_database(engine)
+    with engine.connect() as conn:
+        if not inspect(conn).has_table("alembic_version"):
+            return None
+        return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
+def ensure_schema(engine: Engine) -> None:
+    """Upgrade only when needed, so a start on a current database skips Alembic."""
+    if schema_revision(engine) != SCHEMA_HEAD:
+        upgrade(engine)
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:

@@ -1,0 +1,1 @@
+"""Every outside surface of overspill: CLI, HTTP API, web UI, client, model tools."""

@@ -1,0 +1,23 @@
+"""Settings for the outside surfaces, read once where a command or server starts."""
+
+from __future__ import annotations
+
+import getpass
+
+from pydantic import Field
+
+from artifacts.config import SettingsBase
+
+
+def _default_owner() -> str:
+    try:
+        return f"user:{getpass.getuser()}"
+    except (KeyError, OSError):
+        return "user:local"
+
+
+class ClientSettings(SettingsBase):
+    url: str | None = None
+    token: str | None = None
+    owner: str = Field(default_factory=_default_owner)
+    session_id: str | None = None

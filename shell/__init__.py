@@ -1,0 +1,1 @@
+"""The bash executor: bounded capture, overflow into artifacts, legacy spill files."""

@@ -1,0 +1,144 @@
+"""One contract suite for every blob backend, plus the local backend's file safety."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from artifacts.blobs.base import BlobNotFound, BlobStore
+from artifacts.blobs.local import LocalBlobStore
+from artifacts.blobs.registry import open_blob_store
+from artifacts.errors import ConfigurationError, InvalidArgument, StorageUnavailable
+from tests.helpers import make_bucket
+
+
+@pytest.fixture
+def blobs(blob_url: str) -> Iterator[BlobStore]:
+    yield open_blob_store(blob_url)
+
+
+def test_put_then_read_any_range(blobs: BlobStore) -> None:
+    data = os.urandom(3 * 1024 * 1024 + 17)
+    blobs.put("art_X/0001_aa", data)
+    assert b"".join(blobs.read("art_X/0001_aa", 0, len(data))) == data
+    assert b"".join(blobs.read("art_X/0001_aa", 5, 9)) == data[5:9]
+    assert b"".join(blobs.read("art_X/0001_aa", len(data) - 1, len(data))) == data[-1:]
+
+
+def test_reading_a_missing_blob_raises_blob_not_found(blobs: BlobStore) -> None:
+    with pytest.raises(BlobNotFound):
+        b"".join(blobs.read("art_X/none", 0, 10))
+
+
+def test_delete_many_is_idempotent(blobs: BlobStore) -> None:
+    for i in range(3):
+        blobs.put(f"art_Y/{i}", b"x")
+    blobs.delete_many(["art_Y/0", "art_Y/1", "art_Y/missing"])
+    assert [b.key for b in blobs.list("art_Y")] == ["art_Y/2"]
+    blobs.delete_many(["art_Y/0"])
+
+
+def test_list_reports_keys_and_sizes(blobs: BlobStore) -> None:
+    blobs.put("art_A/1", b"abc")
+    blobs.put("art_B/1", b"defg")
+    assert {(b.key, b.size) for b in blobs.list()} >= {("art_A/1", 3), ("art_B/1", 4)}
+    assert [b.key for b in blobs.list("art_B")] == ["art_B/1"]
+
+
+@pytest.mark.parametrize("key", ["../escape", "a/../../b", "/abs", "a//b", "a/b/", "sp ace", ""])
+def test_keys_that_could_escape_are_refused(blobs: BlobStore, key: str) -> None:
+    with pytest.raises(InvalidArgument):
+        blobs.put(key, b"x")
+
+
+def test_check_passes_on_a_usable_backend(blobs: BlobStore) -> None:
+    blobs.check()
+
+
+def test_local_files_are_private_and_the_root_is_0700(tmp_path: Path) -> None:
+    store = LocalBlobStore(tmp_path / "root")
+    store.put("art_Z/seg", b"data")
+    assert stat.S_IMODE(os.stat(tmp_path / "root").st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(tmp_path / "root" / "art_Z").st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(tmp_path / "root" / "art_Z" / "seg").st_mode) == 0o600
+    assert [p.name for p in (tmp_path / "root" / "art_Z").iterdir()] == ["seg"]
+
+
+def test_local_put_never_replaces_an_existing_blob(tmp_path: Path) -> None:
+    store = LocalBlobStore(tmp_path / "root")
+    store.put("art_Z/seg", b"first")
+    with pytest.raises(StorageUnavailable):
+        store.put("art_Z/seg", b"second")
+    assert b"".join(store.read("art_Z/seg", 0, 100)) == b"first"
+
+
+def test_local_backend_refuses_symlinked_directories(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    store = LocalBlobStore(tmp_path / "root")
+    os.symlink(outside, tmp_path / "root" / "art_L")
+    with pytest.raises(StorageUnavailable):
+        store.put("art_L/seg", b"x")
+    assert list(outside.iterdir()) == []
+    (outside / "seg").write_bytes(b"planted")
+    with pytest.raises(StorageUnavailable, match="symlink"):
+        b"".join(store.read("art_L/seg", 0, 10))
+
+
+def test_local_backend_refuses_a_symlinked_blob(tmp_path: Path) -> None:
+    (tmp_path / "secret").write_bytes(b"top secret")
+    store = LocalBlobStore(tmp_path / "root")
+    (tmp_path / "root" / "art_M").mkdir()
+    os.symlink(tmp_path / "secret", tmp_path / "root" / "art_M" / "seg")
+    with pytest.raises(StorageUnavailable):
+        b"".join(store.read("art_M/seg", 0, 10))
+
+
+def test_local_root_that_is_a_symlink_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    with pytest.raises(StorageUnavailable, match="not a plain directory"):
+        LocalBlobStore(tmp_path / "link")
+
+
+def test_unknown_backend_url_names_the_known_schemes() -> None:
+    with pytest.raises(ConfigurationError, match=r"known schemes are file://, s3://"):
+        open_blob_store("gcs://bucket/x")
+    with pytest.raises(ConfigurationError, match="absolute path"):
+        open_blob_store("file:relative/dir")
+    with pytest.raises(ConfigurationError, match="need a bucket"):
+        open_blob_store("s3:///prefix")
+
+
+def test_missing_bucket_is_reported_by_name(in_process_s3: None) -> None:
+    blobs = open_blob_store("s3://no-such-bucket-here/p")
+    with pytest.raises(StorageUnavailable, match="'no-such-bucket-here' does not exist"):
+        blobs.check()
+    with pytest.raises(StorageUnavailable, match="does not exist"):
+        blobs.put("art_A/1", b"x")
+
+
+def test_s3_backend_against_motos_http_server(moto_server: str) -> None:
+    bucket = make_bucket(moto_server)
+    blobs = open_blob_store(f"s3://{bucket}/deep/prefix", s3_endpoint_url=moto_server)
+    blobs.check()
+    data = os.urandom(2 * 1024 * 1024)
+    blobs.put("art_S/0", data)
+    assert b"".join(blobs.read("art_S/0", 1000, 2_000_000)) == data[1000:2_000_000]
+    assert [b.key for b in blobs.list("art_S")] == ["art_S/0"]
+    import boto3
+
+    raw = boto3.client("s3", endpoint_url=moto_server).list_objects_v2(Bucket=bucket)
+    assert [o["Key"] for o in raw["Contents"]] == ["deep/prefix/art_S/0"]
+    assert blobs.delete_many(["art_S/0"]) == 1
+    assert list(blobs.list()) == []
+
+
+def test_unreachable_s3_endpoint_is_storage_unavailable() -> None:
+    blobs = open_blob_store("s3://bucket/p", s3_endpoint_url="http://127.0.0.1:9")
+    with pytest.raises(StorageUnavailable):
+        blobs.check()

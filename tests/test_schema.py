@@ -1,0 +1,62 @@
+"""Migrations produce exactly the schema the ORM models describe."""
+
+from __future__ import annotations
+
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+
+from artifacts.db.engine import make_engine
+from artifacts.db.models import Base
+
+
+def test_migrated_schema_matches_the_models(database_url: str) -> None:
+    engine = make_engine(database_url)
+    with engine.connect() as conn:
+        ctx = MigrationContext.configure(conn, opts={"compare_type": True})
+        diff = compare_metadata(ctx, Base.metadata)
+    engine.dispose()
+    assert diff == []
+
+
+def test_upgrade_is_idempotent(database_url: str) -> None:
+    from artifacts.db.engine import upgrade
+
+    engine = make_engine(database_url)
+    upgrade(engine)
+    upgrade(engine)
+    engine.dispose()
+
+
+def test_schema_head_constant_matches_the_newest_migration() -> None:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from artifacts.db.engine import MIGRATIONS_DIR, SCHEMA_HEAD
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    assert ScriptDirectory.from_config(cfg).get_heads() == [SCHEMA_HEAD]
+
+
+def test_a_postgres_store_refuses_an_unmigrated_database(pg_database_url: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+    from sqlalchemy import create_engine, text
+
+    from artifacts.config import StoreSettings
+    from artifacts.errors import ConfigurationError
+    from artifacts.store import ArtifactStore
+    from tests.conftest import PG_ADMIN_URL
+
+    name = "overspill_unmigrated_" + tmp_path.name[-8:].replace("-", "_")
+    admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        url = PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+        with pytest.raises(ConfigurationError, match="overspill db upgrade"):
+            ArtifactStore.open(StoreSettings(home=tmp_path, database_url=url))
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
