@@ -175,6 +175,45 @@ def cmd_rm(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from shell import ExecRequest, Executor, ShellSettings, StoreSink
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise CliError("run needs a command: overspill run [OPTIONS] -- COMMAND...")
+    shell_settings = ShellSettings.load()
+    client = ClientSettings.load()
+    sink = StoreSink(
+        _local_store,
+        Principal(name=client.owner, role="agent"),
+        session_id=client.session_id,
+        max_bytes=shell_settings.artifact_max_bytes,
+    )
+    executor = Executor(shell_settings, sink)
+    request = ExecRequest(
+        command=command[0] if len(command) == 1 else " ".join(command),
+        workdir=args.cwd,
+        timeout_ms=args.timeout_ms,
+        max_output_bytes=args.max_output_bytes,
+    )
+    result = executor.run(request)
+    if args.json:
+        print(json.dumps(result.contract_json()))
+    else:
+        sys.stdout.write(result.text)
+        if not result.text.endswith("\n"):
+            sys.stdout.write("\n")
+    if result.timed_out:
+        return 124
+    if result.signal:
+        import signal as _signal
+
+        return 128 + int(_signal.Signals[result.signal])
+    return result.exit_code or 0
+
+
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
     from artifacts.db.engine import make_engine, upgrade
 
@@ -238,6 +277,14 @@ def build_parser() -> argparse.ArgumentParser:
     rm.add_argument("ids", nargs="+")
     rm.set_defaults(func=cmd_rm)
 
+    run = sub.add_parser("run", help="run a command through the executor")
+    run.add_argument("--json", action="store_true", help="print the result object")
+    run.add_argument("--timeout-ms", type=float)
+    run.add_argument("--max-output-bytes", type=int)
+    run.add_argument("--cwd")
+    run.add_argument("command", nargs=argparse.REMAINDER)
+    run.set_defaults(func=cmd_run)
+
     db = sub.add_parser("db", help="database maintenance")
     dbsub = db.add_subparsers(dest="db_verb", required=True, metavar="ACTION")
     up = dbsub.add_parser("upgrade", help="apply schema migrations")
@@ -251,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)
-    except (OverspillError, CliError) as exc:
+    except (OverspillError, CliError, ValueError, RuntimeError) as exc:
         print(f"overspill: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:

@@ -190,8 +190,8 @@ class ArtifactStore:
                 artifact_id, start + offset, data, token, newlines
             ),
             renew=lambda: self._renew_lease(artifact_id, token),
-            finish=lambda state, size, total, sha, err: self._finish(
-                artifact_id, token, state, start + total, sha, err
+            finish=lambda state, size, total, sha, err, source_update: self._finish(
+                artifact_id, token, state, start + total, sha, err, source_update
             ),
         )
 
@@ -336,6 +336,7 @@ class ArtifactStore:
         total: int,
         sha: str | None,
         error: str | None,
+        source_update: dict[str, Any] | None = None,
     ) -> None:
         now = self.clock.now()
         with self._write() as s:
@@ -347,6 +348,8 @@ class ArtifactStore:
             if state == "capped" and row.total_bytes > total:
                 total = row.total_bytes
             row.state = state
+            if source_update:
+                row.source = {**(row.source or {}), **source_update}
             row.total_bytes = max(total, row.size_bytes)
             row.sha256 = sha if sha is not None else None
             row.error = error

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Any
 
 from artifacts.errors import Conflict, OverspillError, StorageUnavailable
 from artifacts.records import WriteResult
@@ -25,8 +26,8 @@ CommitFn = Callable[[int, bytearray, int], None]
 """commit(offset, data, newlines): publish one segment; raises on failure."""
 
 RenewFn = Callable[[], None]
-FinishFn = Callable[[str, int, int, "str | None", "str | None"], None]
-"""finish(state, size, total, sha256, error): record the final state."""
+FinishFn = Callable[[str, int, int, "str | None", "str | None", "dict[str, Any] | None"], None]
+"""finish(state, size, total, sha256, error, source_update): record the final state."""
 
 
 @dataclass(frozen=True)
@@ -130,8 +131,14 @@ class ArtifactWriter:
         if self.error:
             raise StorageUnavailable(self.error)
 
-    def close(self, state: str | None = None, error: str | None = None) -> WriteResult:
-        """Publish the rest and record the final state (complete/capped/failed).
+    def close(
+        self,
+        state: str | None = None,
+        error: str | None = None,
+        source_update: dict[str, Any] | None = None,
+    ) -> WriteResult:
+        """Publish the rest and record the final state (complete/capped/failed);
+        ``source_update`` adds what was only known at the end (an exit code).
 
         Never raises for storage trouble: the result's ``error`` says what went wrong.
         """
@@ -150,7 +157,7 @@ class ArtifactWriter:
             final = state or ("capped" if self.capped else "complete")
         sha = self._hasher.hexdigest() if final in ("complete", "capped") else None
         try:
-            self._finish_fn(final, self._committed, self._total, sha, err)
+            self._finish_fn(final, self._committed, self._total, sha, err, source_update)
         except OverspillError as exc:
             err = err or exc.message
         self._closed = True

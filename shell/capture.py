@@ -1,0 +1,207 @@
+"""Bounded capture of one output stream.
+
+Memory holds exactly the last ``window`` bytes (plus, in ``head_tail`` mode, the
+first ones), whatever the chunking. On the first chunk that overflows the window,
+the full-stream copies start: the artifact (through the sink) and, while the
+compatibility layer is on, the legacy spill file. Both first receive everything
+retained so far, which is the stream from byte 0 since nothing was dropped yet.
+Storage trouble never reaches the command: it is recorded and reported.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from shell.results import ArtifactRef, CollectedOutput
+from shell.sink import SinkStream
+from shell.spill import SpillFile
+
+RetentionMode = Literal["tail", "head_tail"]
+
+
+def skip_partial_char(data: bytes) -> int:
+    """Leading bytes to drop so ``data`` does not start inside a UTF-8 character."""
+    n = 0
+    while n < min(3, len(data)) and 0x80 <= data[n] <= 0xBF:
+        n += 1
+    return n
+
+
+def trim_partial_char_end(data: bytes) -> int:
+    """Length of ``data`` without a trailing, incomplete UTF-8 character."""
+    i = len(data) - 1
+    while i >= 0 and len(data) - i <= 4 and 0x80 <= data[i] <= 0xBF:
+        i -= 1
+    if i < 0 or data[i] < 0xC0:
+        return len(data)
+    need = 4 if data[i] >= 0xF0 else 3 if data[i] >= 0xE0 else 2
+    return len(data) if i + need <= len(data) else i
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A read from a whole-stream offset: ``lossy`` when bytes had left memory."""
+
+    data: bytes
+    start: int
+    next_offset: int
+    lossy: bool
+    missing: tuple[int, int] | None
+
+
+class OutputCollector:
+    def __init__(
+        self,
+        stream: str,
+        window: int,
+        *,
+        mode: RetentionMode = "tail",
+        spill: Callable[[], SpillFile] | None = None,
+        open_sink: Callable[[], SinkStream] | None = None,
+    ) -> None:
+        self.stream = stream
+        self._window = window
+        self._head_cap = window // 2 if mode == "head_tail" else 0
+        self._head = bytearray()
+        self._tail = bytearray()
+        self._total = 0
+        self._lock = threading.Lock()
+        self._make_spill = spill
+        self._open_sink = open_sink
+        self._spill: SpillFile | None = None
+        self._sink: SinkStream | None = None
+        self._overflowed = False
+        self.storage_error: str | None = None
+        self._result: CollectedOutput | None = None
+
+    @property
+    def total_bytes(self) -> int:
+        return self._total
+
+    @property
+    def artifact_id(self) -> str | None:
+        return self._sink.artifact_id if self._sink is not None else None
+
+    @property
+    def spill_path(self) -> str | None:
+        return self._spill.path if self._spill is not None else None
+
+    def feed(self, chunk: bytes) -> None:
+        if not chunk:
+            return
+        with self._lock:
+            if not self._overflowed and self._total + len(chunk) > self._window:
+                self._start_copies()
+            self._total += len(chunk)
+            self._retain(chunk)
+        if self._overflowed:
+            self._copy(chunk)
+
+    def _retain(self, chunk: bytes) -> None:
+        if len(self._head) < self._head_cap:
+            take = self._head_cap - len(self._head)
+            self._head += chunk[:take]
+            chunk = chunk[take:]
+        room = self._window - self._head_cap
+        if len(chunk) >= room:
+            self._tail[:] = chunk[len(chunk) - room :]  # a chunk larger than the window
+        else:
+            self._tail += chunk
+            excess = len(self._tail) - room
+            if excess > 0:
+                del self._tail[:excess]
+
+    def _start_copies(self) -> None:
+        """First overflow: open the copies and give them the stream so far."""
+        self._overflowed = True
+        retained = bytes(self._head + self._tail)  # == the whole stream up to now
+        if self._make_spill is not None:
+            self._spill = self._make_spill()
+            self._spill.write(retained)
+        if self._open_sink is not None:
+            try:
+                self._sink = self._open_sink()
+                if retained:
+                    self._sink.write(retained)
+            except Exception as exc:  # a store failure never fails the command
+                self._storage_failed(exc)
+
+    def _copy(self, chunk: bytes) -> None:
+        if self._spill is not None:
+            self._spill.write(chunk)
+        if self._sink is not None and self.storage_error is None:
+            try:
+                self._sink.write(chunk)
+            except Exception as exc:
+                self._storage_failed(exc)
+
+    def _storage_failed(self, exc: BaseException) -> None:
+        message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        self.storage_error = message
+
+    def read_from(self, offset: int) -> Delta:
+        """Bytes from whole-stream ``offset``; lossy if part of it left memory."""
+        with self._lock:
+            total = self._total
+            tail_start = total - len(self._tail)
+            if offset >= total:
+                return Delta(b"", total, total, False, None)
+            if offset >= tail_start:
+                return Delta(bytes(self._tail[offset - tail_start :]), offset, total, False, None)
+            if offset < len(self._head):
+                # Still inside the retained head: hand out the head, then the tail.
+                gap = (len(self._head), tail_start) if tail_start > len(self._head) else None
+                data = bytes(self._head[offset:]) + bytes(self._tail)
+                return Delta(data, offset, total, gap is not None, gap)
+            return Delta(bytes(self._tail), tail_start, total, True, (offset, tail_start))
+
+    @property
+    def truncated(self) -> bool:
+        return self._total > self._window
+
+    def shown_text(self) -> str:
+        """What the model is shown of this stream (tail, or head + tail)."""
+        with self._lock:
+            head, tail, total = bytes(self._head), bytes(self._tail), self._total
+        if total <= self._window:
+            data = head + tail
+            return data.decode("utf-8", errors="replace")
+        tail = tail[skip_partial_char(tail) :]
+        if not head:
+            return tail.decode("utf-8", errors="replace")
+        head = head[: trim_partial_char_end(head)]
+        omitted = total - len(head) - len(tail)
+        return (
+            head.decode("utf-8", errors="replace")
+            + f"\n[... {omitted} bytes omitted ...]\n"
+            + tail.decode("utf-8", errors="replace")
+        )
+
+    @property
+    def shown_bytes(self) -> int:
+        return min(self._total, self._window)
+
+    def finish(self, source_update: dict[str, Any]) -> CollectedOutput:
+        """Close the copies and describe the stream. Idempotent."""
+        if self._result is not None:
+            return self._result
+        spill_path = self._spill.close() if self._spill is not None else None
+        artifact: ArtifactRef | None = None
+        if self._sink is not None:
+            artifact, error = self._sink.close(source_update)
+            if error and self.storage_error is None:
+                self.storage_error = error
+            if self.storage_error and artifact.state == "writing":
+                artifact = artifact.model_copy(update={"state": "failed"})
+        self._result = CollectedOutput(
+            text=self.shown_text(),
+            truncated=self.truncated,
+            total_bytes=self._total,
+            artifact=artifact,
+            spill_path=spill_path,
+            storage_error=self.storage_error,
+        )
+        return self._result

@@ -1,0 +1,276 @@
+"""The executor: one spawn path, projected as a foreground ``run`` (deadline,
+abort, result) or a background ``start`` (handle with consuming reads).
+
+Only infrastructure failures raise (SpawnError, InvalidRequest); a non-zero exit,
+a signal, a timeout or storage trouble are all results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from shell.capture import OutputCollector, skip_partial_char
+from shell.config import ShellSettings
+from shell.environment import child_environment
+from shell.process import ProcessTree, Pump, signal_name, spawn
+from shell.render import (
+    RenderMode,
+    dropped_line,
+    join_streams,
+    render_result,
+    stream_text,
+)
+from shell.results import BackgroundRead, CollectedOutput, ExecResult
+from shell.sink import OutputSink
+from shell.spec import ExecRequest, ExecSpec, resolve
+from shell.spill import SpillFile, sweep_old_spill_files
+
+_swept = False
+_sweep_lock = threading.Lock()
+
+
+def _startup_sweep(settings: ShellSettings) -> None:
+    global _swept
+    with _sweep_lock:
+        if _swept or not settings.legacy_spill:
+            return
+        _swept = True
+    sweep_old_spill_files(settings.spill_sweep_days)
+
+
+class Executor:
+    def __init__(
+        self,
+        settings: ShellSettings,
+        sink: OutputSink | None = None,
+        *,
+        parent_env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.sink = sink
+        self._parent_env = dict(os.environ if parent_env is None else parent_env)
+        _startup_sweep(settings)
+
+    # -- the two projections -------------------------------------------------------
+
+    def run(self, request: ExecRequest, *, abort: threading.Event | None = None) -> ExecResult:
+        spec = resolve(request, self.settings, background=False)
+        job = _Job(spec, self)
+        return job.wait_foreground(abort or threading.Event())
+
+    async def arun(self, request: ExecRequest) -> ExecResult:
+        """Asyncio form of ``run``: cancelling the awaiting task aborts the command."""
+        abort = threading.Event()
+        task = asyncio.ensure_future(asyncio.to_thread(self.run, request, abort=abort))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            abort.set()
+            await task
+            raise
+
+    def start(self, request: ExecRequest) -> BackgroundJob:
+        spec = resolve(request, self.settings, background=True)
+        return BackgroundJob(_Job(spec, self))
+
+    # -- shared pieces ----------------------------------------------------------------
+
+    def _collector(self, stream: str, window: int, source: dict[str, Any]) -> OutputCollector:
+        settings = self.settings
+        spill = (
+            (lambda: SpillFile(stream, settings.max_spill_bytes)) if settings.legacy_spill else None
+        )
+        sink = self.sink
+        open_sink = (
+            (lambda: sink.open(stream=stream, source={**source, "stream": stream}))
+            if sink
+            else None
+        )
+        return OutputCollector(
+            stream, window, mode=settings.retention_mode, spill=spill, open_sink=open_sink
+        )
+
+
+class _Job:
+    """One spawned command and its two collectors."""
+
+    def __init__(self, spec: ExecSpec, executor: Executor) -> None:
+        self.spec = spec
+        self.settings = executor.settings
+        self.run_id = "run_" + uuid.uuid4().hex
+        source = {
+            "tool": "bash",
+            "command": spec.command,
+            "cwd": spec.cwd,
+            "call_id": spec.call_id,
+            "run_id": self.run_id,
+            "background": spec.background,
+        }
+        self.stdout = executor._collector("stdout", spec.stdout_window, source)
+        self.stderr = executor._collector("stderr", spec.stderr_window, source)
+        env = child_environment(executor._parent_env, spec.env, self.settings.reserved_env_prefix)
+        self.started = time.monotonic()
+        self.tree: ProcessTree = spawn(spec.command, spec.cwd, env, spec.stdin)
+        self.pump = Pump(self.tree, self.stdout.feed, self.stderr.feed)
+        self.cause: str | None = None
+        self._cause_lock = threading.Lock()
+        self._result: ExecResult | None = None
+        self._finish_lock = threading.Lock()
+
+    def end_cause(self, cause: str, *, wait: bool = True) -> bool:
+        """End the tree for ``cause`` (timeout, abort, kill). The first cause that
+        actually signals wins; later calls, or a tree already gone, return False."""
+        with self._cause_lock:
+            if self.cause is not None or not self.tree.signal(signal.SIGTERM):
+                return False
+            self.cause = cause
+        if wait:
+            self.tree.escalate(self.spec.grace_s)
+        else:
+            threading.Thread(
+                target=self.tree.escalate, args=(self.spec.grace_s,), daemon=True
+            ).start()
+        return True
+
+    @property
+    def timed_out(self) -> bool:
+        return self.cause == "timeout"
+
+    @property
+    def aborted(self) -> bool:
+        return self.cause == "abort"
+
+    def wait_foreground(self, abort: threading.Event) -> ExecResult:
+        assert self.spec.timeout_ms is not None
+        deadline = self.started + self.spec.timeout_ms / 1000
+        popen = self.tree.popen
+        while popen.poll() is None:
+            if abort.is_set():
+                self.end_cause("abort")
+                break
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.end_cause("timeout")
+                break
+            abort.wait(min(remaining, 0.02))
+        return self.finish()
+
+    def finish(self) -> ExecResult:
+        """Wait for exit, drain the pipes (bounded), close the copies, render."""
+        with self._finish_lock:
+            if self._result is not None:
+                return self._result
+        popen = self.tree.popen
+        popen.wait()
+        self.pump.drain(self.spec.grace_s)
+        exit_code = popen.returncode if popen.returncode >= 0 else None
+        sig = signal_name(popen.returncode)
+        update = {
+            "exit_code": exit_code,
+            "signal": sig,
+            "timed_out": self.timed_out,
+            "aborted": self.aborted,
+        }
+        out = self.stdout.finish(update)
+        err = self.stderr.finish(update)
+        mode: RenderMode = self.settings.render_mode
+        text = render_result(
+            stream_text(out, self.stdout.shown_bytes, mode),
+            stream_text(err, self.stderr.shown_bytes, mode),
+            exit_code=exit_code,
+            signal=sig,
+            timed_out=self.timed_out,
+            timeout_ms=self.spec.timeout_ms,
+        )
+        result = ExecResult(
+            exit_code=exit_code,
+            signal=sig,
+            timed_out=self.timed_out,
+            aborted=self.aborted,
+            timeout_ms=self.spec.timeout_ms,
+            stdout=out,
+            stderr=err,
+            text=text,
+            run_id=self.run_id,
+            duration_ms=round((time.monotonic() - self.started) * 1000, 1),
+        )
+        with self._finish_lock:
+            if self._result is None:
+                self._result = result
+            return self._result
+
+
+class BackgroundJob:
+    """A running command. Reads are consuming; output stays readable after exit."""
+
+    def __init__(self, job: _Job) -> None:
+        self._job = job
+        self._offsets = [0, 0]
+        self._read_lock = threading.Lock()
+        self._waiter = threading.Thread(target=job.finish, name="bg-finish", daemon=True)
+        self._waiter.start()
+
+    @property
+    def run_id(self) -> str:
+        return self._job.run_id
+
+    @property
+    def running(self) -> bool:
+        return self._job.tree.popen.poll() is None
+
+    def read_output(self) -> BackgroundRead:
+        job = self._job
+        with self._read_lock:
+            running = self.running
+            deltas = [
+                job.stdout.read_from(self._offsets[0]),
+                job.stderr.read_from(self._offsets[1]),
+            ]
+            self._offsets = [deltas[0].next_offset, deltas[1].next_offset]
+        texts = []
+        for d in deltas:
+            data = d.data[skip_partial_char(d.data) :] if d.lossy else d.data
+            texts.append(data.decode("utf-8", errors="replace"))
+        body = join_streams(texts[0], texts[1])
+        lossy = any(d.lossy for d in deltas)
+        if lossy:
+            missing = []
+            paths = []
+            for coll, d in zip((job.stdout, job.stderr), deltas, strict=True):
+                if d.missing is not None:
+                    missing.append((coll.stream, d.missing, coll.artifact_id))
+                if coll.spill_path:
+                    paths.append(coll.spill_path)
+            body = (body + "\n" if body and not body.endswith("\n") else body) + dropped_line(
+                missing, paths, job.settings.render_mode
+            )
+        return BackgroundRead(
+            text=body,
+            stdout=texts[0],
+            stderr=texts[1],
+            lossy=lossy,
+            running=running,
+            next_offsets=(self._offsets[0], self._offsets[1]),
+        )
+
+    def kill(self) -> bool:
+        """End the tree. True the first time it actually signals, False after."""
+        return self._job.end_cause("kill", wait=False)
+
+    def wait(self, timeout: float | None = None) -> ExecResult | None:
+        """The final result, or None if ``timeout`` seconds pass first."""
+        self._waiter.join(timeout)
+        if self._waiter.is_alive():
+            return None
+        return self._job.finish()
+
+    def outputs(self) -> tuple[CollectedOutput, CollectedOutput] | None:
+        result = self._job._result
+        return (result.stdout, result.stderr) if result else None

@@ -1,0 +1,175 @@
+"""Spawning ``bash -c`` in its own session, pumping its pipes, ending its tree.
+
+Termination is tree-wide (the whole process group), SIGTERM then SIGKILL after the
+grace period, idempotent, and a group already gone is never signalled again (its
+id could belong to someone else by then).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+_READ = 64 * 1024
+
+
+class SpawnError(RuntimeError):
+    """The command could not be started at all (missing workdir, no bash)."""
+
+
+class ProcessTree:
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        self.popen = popen
+        self.pgid = popen.pid  # start_new_session: the leader's pid is the group id
+        self._gone = False
+        self._lock = threading.Lock()
+
+    def alive(self) -> bool:
+        with self._lock:
+            return self._alive_locked()
+
+    def _alive_locked(self) -> bool:
+        if self._gone:
+            return False
+        self.popen.poll()  # reap the leader so a zombie does not count as alive
+        try:
+            os.killpg(self.pgid, 0)
+        except ProcessLookupError:
+            self._gone = True
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def signal(self, sig: int) -> bool:
+        with self._lock:
+            if not self._alive_locked():
+                return False
+            try:
+                os.killpg(self.pgid, sig)
+            except ProcessLookupError:
+                self._gone = True
+                return False
+            return True
+
+    def terminate(self, grace_s: float) -> bool:
+        """SIGTERM the group, SIGKILL whatever is left after ``grace_s``.
+        Returns True if a signal was sent (False: the tree was already gone)."""
+        if not self.signal(signal.SIGTERM):
+            return False
+        self.escalate(grace_s)
+        return True
+
+    def escalate(self, grace_s: float) -> None:
+        """After a SIGTERM: wait up to ``grace_s`` for the group, then SIGKILL it."""
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            if not self.alive():
+                return
+            time.sleep(0.01)
+        self.signal(signal.SIGKILL)
+
+
+def spawn(command: str, cwd: str, env: Mapping[str, str], stdin: bytes | None) -> ProcessTree:
+    if not os.path.isdir(cwd):
+        raise SpawnError(f"workdir does not exist or is not a directory: {cwd}")
+    try:
+        popen = subprocess.Popen(
+            ["bash", "-c", command],
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except FileNotFoundError as exc:
+        raise SpawnError(f"cannot run bash: {exc.strerror}") from None
+    except PermissionError as exc:
+        raise SpawnError(f"cannot start command in {cwd}: {exc.strerror}") from None
+    if stdin is not None:
+        assert popen.stdin is not None
+        threading.Thread(target=_feed_stdin, args=(popen.stdin, stdin), daemon=True).start()
+    return ProcessTree(popen)
+
+
+def _feed_stdin(pipe: object, data: bytes) -> None:
+    # A child that never reads stdin must not block us: this runs in its own thread.
+    try:
+        pipe.write(data)  # type: ignore[attr-defined]
+    except (BrokenPipeError, OSError):
+        pass
+    finally:
+        try:
+            pipe.close()  # type: ignore[attr-defined]
+        except OSError:
+            pass
+
+
+class Pump:
+    """One thread reading both pipes into their sinks until EOF, or until the
+    drain deadline set after the process exits (a grandchild may hold them open)."""
+
+    def __init__(
+        self,
+        tree: ProcessTree,
+        on_stdout: Callable[[bytes], None],
+        on_stderr: Callable[[bytes], None],
+    ) -> None:
+        popen = tree.popen
+        assert popen.stdout is not None and popen.stderr is not None
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(popen.stdout.fileno(), selectors.EVENT_READ, on_stdout)
+        self._sel.register(popen.stderr.fileno(), selectors.EVENT_READ, on_stderr)
+        self._files = [popen.stdout, popen.stderr]
+        self._drain_deadline: float | None = None
+        self.done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pump", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            while self._sel.get_map():
+                deadline = self._drain_deadline
+                if deadline is not None and time.monotonic() >= deadline:
+                    break
+                for key, _ in self._sel.select(timeout=0.05):
+                    try:
+                        data = os.read(key.fd, _READ)
+                    except OSError as exc:
+                        if exc.errno == errno.EINTR:
+                            continue
+                        data = b""
+                    if not data:
+                        self._sel.unregister(key.fd)
+                        continue
+                    key.data(data)
+        finally:
+            self._sel.close()
+            for f in self._files:
+                try:
+                    f.close()
+                except OSError:
+                    pass
+            self.done.set()
+
+    def drain(self, bound_s: float) -> None:
+        """Wait for EOF on both pipes, at most ``bound_s`` seconds, then stop."""
+        self._drain_deadline = time.monotonic() + bound_s
+        self._thread.join()
+
+
+def signal_name(returncode: int | None) -> str | None:
+    if returncode is None or returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"SIG{-returncode}"

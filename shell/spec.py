@@ -1,0 +1,81 @@
+"""Request -> resolved spec. Defaults and caps are applied here, once; nothing
+deeper re-applies them. Bad values are rejected with the field's name."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from shell.config import ShellSettings
+
+
+class InvalidRequest(ValueError):
+    """A request field is malformed; the message names the field."""
+
+
+@dataclass(frozen=True)
+class ExecRequest:
+    command: str
+    workdir: str | None = None
+    timeout_ms: float | None = None
+    stdin: bytes | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    max_output_bytes: int | None = None
+    call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ExecSpec:
+    command: str
+    cwd: str
+    timeout_ms: float | None  # None for background jobs: they have no deadline
+    stdin: bytes | None
+    env: Mapping[str, str]
+    stdout_window: int
+    stderr_window: int
+    spill_cap: int
+    grace_s: float
+    call_id: str | None
+    background: bool
+
+
+def resolve(request: ExecRequest, settings: ShellSettings, *, background: bool) -> ExecSpec:
+    if not isinstance(request.command, str) or not request.command.strip():
+        raise InvalidRequest("command: must be a non-empty string")
+    timeout: float | None = None
+    if not background:
+        timeout = settings.timeout_ms
+        if request.timeout_ms is not None:
+            value = request.timeout_ms
+            if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+                raise InvalidRequest(f"timeout_ms: must be a positive finite number, got {value!r}")
+            timeout = value
+        timeout = min(timeout, settings.max_timeout_ms)
+    stdout_window = settings.max_output_bytes
+    if request.max_output_bytes is not None:
+        value = request.max_output_bytes
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise InvalidRequest(f"max_output_bytes: must be a positive integer, got {value!r}")
+        if not background:  # only a foreground call may change it, and stdout's only
+            stdout_window = min(value, settings.max_spill_bytes)
+    cwd = request.workdir if request.workdir is not None else os.getcwd()
+    for name, val in request.env.items():
+        if not isinstance(name, str) or not name or "=" in name or "\0" in name:
+            raise InvalidRequest(f"env: invalid variable name {name!r}")
+        if not isinstance(val, str) or "\0" in val:
+            raise InvalidRequest(f"env: value of {name} must be a string without NUL")
+    return ExecSpec(
+        command=request.command,
+        cwd=os.path.abspath(cwd),
+        timeout_ms=timeout,
+        stdin=request.stdin,
+        env=dict(request.env),
+        stdout_window=stdout_window,
+        stderr_window=settings.max_output_bytes,
+        spill_cap=settings.max_spill_bytes,
+        grace_s=settings.grace_ms / 1000,
+        call_id=request.call_id,
+        background=background,
+    )

@@ -1,0 +1,178 @@
+"""The compatibility layer's legacy spill files, with the old guarantees.
+
+Consumers that still read ``spill_path`` get exactly what they had: one private
+0700 directory per process under the temp dir, 0600 files created exclusively
+(never through a symlink), discarded rather than advertised when incomplete, and a
+start-up sweep that only ever deletes what is clearly ours.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import secrets
+import stat
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+PREFIX = "dsh-subprocess-"
+
+
+class SpillDirectory:
+    """The per-process private directory, made on first use."""
+
+    _lock = threading.Lock()
+    _path: Path | None = None
+    _counter = itertools.count(1)
+
+    @classmethod
+    def path(cls) -> Path:
+        with cls._lock:
+            if cls._path is None or not cls._path.is_dir():
+                cls._path = Path(tempfile.mkdtemp(prefix=PREFIX))  # mkdtemp: mode 0700
+            return cls._path
+
+    @classmethod
+    def next_name(cls, stream: str) -> str:
+        n = next(cls._counter)
+        return f"{PREFIX}{os.getpid()}-{n}-{secrets.token_hex(6)}-{stream}.log"
+
+
+class SpillFile:
+    """One stream's legacy spill file. Never raises: trouble disables it."""
+
+    def __init__(self, stream: str, cap: int) -> None:
+        self._cap = cap
+        self._written = 0
+        self._fd: int | None = None
+        self.path: str | None = None
+        self.error: str | None = None
+        try:
+            path = SpillDirectory.path() / SpillDirectory.next_name(stream)
+            self._fd = os.open(
+                path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+            )
+            self.path = str(path)
+        except OSError as exc:
+            self.error = f"spill file not created: {exc.strerror}"
+
+    @property
+    def active(self) -> bool:
+        return self._fd is not None
+
+    def write(self, data: bytes) -> None:
+        if self._fd is None:
+            return
+        if self._written + len(data) > self._cap:
+            # Past the cap the file would be incomplete: it is never advertised.
+            self._discard("stream exceeded the spill cap")
+            return
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view) :]
+            self._written += len(data)
+        except OSError as exc:
+            self._discard(f"spill write failed: {exc.strerror}")
+
+    def close(self) -> str | None:
+        """Close and return the path to report, or None if it must not be reported."""
+        if self._fd is None:
+            return None
+        fd, self._fd = self._fd, None
+        try:
+            close_fd(fd)
+        except OSError as exc:
+            self.error = f"spill close failed: {exc.strerror}"
+            self.path = None
+            return None
+        return self.path
+
+    def _discard(self, why: str) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        if self.path:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+        self.path = None
+        self.error = why
+
+
+def close_fd(fd: int) -> None:
+    """os.close, kept separate so tests can make a close fail as a full disk does."""
+    os.close(fd)
+
+
+def sweep_old_spill_files(max_age_days: float, tmpdir: str | None = None) -> int:
+    """Delete legacy spill files older than the cutoff. Never raises; returns count."""
+    if max_age_days <= 0:
+        return 0
+    removed = 0
+    cutoff = time.time() - max_age_days * 86400
+    base = tmpdir or tempfile.gettempdir()
+    try:
+        entries = list(os.scandir(base))
+    except OSError as exc:
+        log.warning("spill sweep: cannot list %s: %s", base, exc.strerror)
+        return 0
+    uid = os.getuid()
+    own_dir = SpillDirectory._path
+    for entry in entries:
+        if not entry.name.startswith(PREFIX):
+            continue
+        try:
+            st = os.lstat(entry.path)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode):
+            log.warning("spill sweep: skipping %s: not a plain directory", entry.path)
+            continue
+        if st.st_uid != uid or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            log.warning(
+                "spill sweep: skipping %s: not owned by us or writable by others", entry.path
+            )
+            continue
+        removed += _sweep_dir(entry.path, cutoff)
+        if own_dir is None or Path(entry.path) != own_dir:
+            try:
+                os.rmdir(entry.path)  # only succeeds when empty
+            except OSError:
+                pass
+    return removed
+
+
+def _sweep_dir(path: str, cutoff: float) -> int:
+    removed = 0
+    try:
+        dfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:
+        log.warning("spill sweep: cannot open %s: %s", path, exc.strerror)
+        return 0
+    try:
+        for name in os.listdir(dfd):
+            try:
+                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+                if not stat.S_ISREG(st.st_mode):
+                    log.warning("spill sweep: skipping %s/%s: not a regular file", path, name)
+                    continue
+                if st.st_mtime < cutoff:
+                    os.unlink(name, dir_fd=dfd)
+                    removed += 1
+            except OSError as exc:
+                log.warning("spill sweep: skipping %s/%s: %s", path, name, exc.strerror)
+    except OSError as exc:
+        log.warning("spill sweep: cannot list %s: %s", path, exc.strerror)
+    finally:
+        os.close(dfd)
+    return removed
