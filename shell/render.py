@@ -14,18 +14,20 @@ RenderMode = Literal["artifact", "legacy"]
 
 
 def truncation_line(out: CollectedOutput, shown: int, mode: RenderMode) -> str:
-    path = out.spill_path or "(unavailable)"
     if mode == "legacy":
-        return f"[output truncated; full output: {path}]"
-    parts = ["output truncated"]
+        return f"[output truncated; full output: {out.spill_path or '(unavailable)'}]"
     art = out.artifact
-    if art is not None and art.state not in ("failed",) and not out.storage_error:
-        where = f"artifact {art.id}"
-        parts.append(
-            f"full output: {out.spill_path + ' and ' + where if out.spill_path else where}"
-        )
+    stored = art is not None and art.state != "failed" and not out.storage_error
+    parts = ["output truncated"]
+    # The spill path stays right after "full output: ", as in the legacy line.
+    if out.spill_path:
+        parts.append(f"full output: {out.spill_path}")
+        if art is not None and stored:
+            parts.append(f"artifact {art.id}")
+    elif art is not None and stored:
+        parts.append(f"full output: artifact {art.id}")
     else:
-        parts.append(f"full output: {path}")
+        parts.append("full output: (unavailable)")
     parts.append(f"shown last {shown} of {out.total_bytes} bytes")
     if art is not None and art.state == "capped":
         parts.append(
@@ -36,7 +38,7 @@ def truncation_line(out: CollectedOutput, shown: int, mode: RenderMode) -> str:
         reason = out.storage_error.replace("\n", " ").replace("]", ")")
         parts.append(f"artifact unavailable: {reason}")
     elif art is not None:
-        parts.append(f"read more: artifact_read id={art.id} offset=0 or artifact_grep id={art.id}")
+        parts.append(f"read more: artifact_read id={art.id} offset=0, or artifact_grep")
     return "[" + "; ".join(parts) + "]"
 
 
