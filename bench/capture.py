@@ -1,0 +1,111 @@
+"""Capture throughput and memory: a command's output through the executor into a
+local artifact vs ``bash -c 'CMD > file'``, for 64 MiB and 1 GiB, for a zero
+stream and a line-oriented one. Each case runs in its own process; medians of
+interleaved repeats are reported.
+
+    python bench/capture.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._common import median, peak_rss_mb, report, run_child
+
+MiB = 1024 * 1024
+GENERATORS = {
+    "zeros": "head -c {size} /dev/zero",
+    "lines": "yes 'INFO 2026-12-02T18:00:00Z worker-7 processed request id=42 in 3ms ok' | head -c {size}",
+}
+
+
+def child(case: str, gen: str, size: int, workdir: str) -> None:
+    command = GENERATORS[gen].format(size=size)
+    os.sync()
+    if case == "plain":
+        target = os.path.join(workdir, "plain.out")
+        t0 = time.perf_counter()
+        subprocess.run(["bash", "-c", f"{command} > {target}"], check=True)
+        elapsed = time.perf_counter() - t0
+        os.unlink(target)
+        print(json.dumps({"mb_s": size / MiB / elapsed, "rss_mb": peak_rss_mb()}))
+        return
+    from artifacts.config import StoreSettings
+    from artifacts.records import Principal
+    from artifacts.store import ArtifactStore
+    from shell import ExecRequest, Executor, ShellSettings, StoreSink
+
+    store = ArtifactStore.open(StoreSettings(home=Path(workdir)))
+    who = Principal(name="agent:bench", role="agent")
+    executor = Executor(ShellSettings(), StoreSink(store, who))
+    t0 = time.perf_counter()
+    result = executor.run(ExecRequest(command=command, timeout_ms=600_000))
+    elapsed = time.perf_counter() - t0
+    art = result.stdout.artifact
+    assert art is not None and art.size_bytes == size, result.stdout
+    store.delete(who, art.id)
+    print(json.dumps({"mb_s": size / MiB / elapsed, "rss_mb": peak_rss_mb()}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--child", nargs=4)
+    args = ap.parse_args()
+    if args.child:
+        case, gen, size, workdir = args.child
+        child(case, gen, int(size), workdir)
+        return
+    sizes = [16 * MiB, 64 * MiB] if args.quick else [64 * MiB, 1024 * MiB]
+    repeats = 1 if args.quick else 3
+    script = Path(__file__).resolve()
+    figures: dict[str, object] = {}
+    targets: dict[str, dict[str, object]] = {}
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
+        run_child(script, "executor", "zeros", str(MiB), tmp)  # initialise the home
+        rss_by_size: dict[int, float] = {}
+        for gen in GENERATORS:
+            for size in sizes:
+                ours, plain, rss = [], [], []
+                for _ in range(repeats):
+                    plain.append(run_child(script, "plain", gen, str(size), tmp)["mb_s"])
+                    r = run_child(script, "executor", gen, str(size), tmp)
+                    ours.append(r["mb_s"])
+                    rss.append(r["rss_mb"])
+                label = f"{gen}_{size // MiB}mib"
+                ratio = median(ours) / median(plain)
+                figures[f"{label}_executor_mb_s"] = round(median(ours), 1)
+                figures[f"{label}_plain_mb_s"] = round(median(plain), 1)
+                figures[f"{label}_ratio"] = round(ratio, 3)
+                figures[f"{label}_peak_rss_mb"] = round(max(rss), 1)
+                rss_by_size[size] = max(rss_by_size.get(size, 0.0), max(rss))
+                targets[f"{label}_ratio"] = {
+                    "want": ">= 0.8",
+                    "got": round(ratio, 3),
+                    "met": ratio >= 0.8,
+                }
+        small, large = rss_by_size[sizes[0]], rss_by_size[sizes[-1]]
+        targets["peak_rss_mb"] = {
+            "want": "< 100 at every size",
+            "got": round(max(small, large), 1),
+            "met": max(small, large) < 100,
+        }
+        targets["rss_flat"] = {
+            "want": "largest size within 10 MB of the smallest",
+            "got": round(large - small, 1),
+            "met": large - small < 10,
+        }
+    report("capture", figures, targets)
+
+
+if __name__ == "__main__":
+    main()

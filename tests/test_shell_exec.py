@@ -1,0 +1,331 @@
+"""The executor against real bash processes (and, for artifacts, every backend pair)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from artifacts.store import ArtifactStore
+from shell import ExecRequest, Executor, ShellSettings, SpawnError, StoreSink
+from tests.helpers import ALICE
+
+FAST = dict(grace_ms=300, legacy_spill=True)
+
+
+def _executor(**overrides: object) -> Executor:
+    return Executor(ShellSettings(**{**FAST, **overrides}))  # type: ignore[arg-type]
+
+
+def _pids_alive(path: Path) -> list[int]:
+    """Pids still running (a zombie waiting for init to reap it is dead)."""
+    alive = []
+    for line in path.read_text().split():
+        try:
+            state = Path(f"/proc/{int(line)}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            continue
+        if state != "Z":
+            alive.append(int(line))
+    return alive
+
+
+def test_exit_codes_stdout_and_stderr() -> None:
+    r = _executor().run(ExecRequest(command="echo out; echo err >&2; exit 7"))
+    assert (r.exit_code, r.signal, r.timed_out, r.aborted) == (7, None, False, False)
+    assert r.stdout.text == "out\n" and r.stderr.text == "err\n"
+    assert r.text == "out\n[stderr]\nerr\n\n[exit code: 7]"
+
+
+def test_stdin_is_given_then_closed_or_dev_null() -> None:
+    assert _executor().run(ExecRequest(command="cat", stdin=b"piped")).stdout.text == "piped"
+    assert _executor().run(ExecRequest(command="cat")).stdout.text == ""
+
+
+def test_a_timeout_kills_the_tree_and_says_so() -> None:
+    r = _executor().run(ExecRequest(command="echo start; sleep 30", timeout_ms=300))
+    assert r.timed_out and not r.aborted and r.signal == "SIGTERM" and r.exit_code is None
+    assert r.text == "start\n\n[timed out after 300ms]\n[killed by signal: SIGTERM]"
+
+
+def test_a_command_that_traps_term_still_dies(tmp_path: Path) -> None:
+    r = _executor().run(ExecRequest(command="trap '' TERM; echo ready; sleep 30", timeout_ms=300))
+    assert r.timed_out and r.signal == "SIGKILL"
+
+
+def test_grandchildren_die_with_the_tree(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    cmd = f"(sleep 60 & echo $! >> {pids}; wait) & (trap '' TERM; sleep 60 & echo $! >> {pids}; wait) & sleep 60"
+    r = _executor().run(ExecRequest(command=cmd, timeout_ms=400))
+    assert r.timed_out
+    time.sleep(0.2)
+    assert _pids_alive(pids) == []
+
+
+def test_abort_ends_the_command_and_is_not_a_timeout() -> None:
+    abort = threading.Event()
+    threading.Timer(0.3, abort.set).start()
+    r = _executor().run(ExecRequest(command="sleep 30"), abort=abort)
+    assert r.aborted and not r.timed_out and r.signal == "SIGTERM"
+
+
+def test_cancelling_an_asyncio_run_aborts_the_command(tmp_path: Path) -> None:
+    marker = tmp_path / "pid"
+
+    async def main() -> None:
+        task = asyncio.create_task(
+            _executor().arun(ExecRequest(command=f"echo $$ > {marker}; sleep 30"))
+        )
+        for _ in range(100):
+            if marker.exists() and marker.read_text().strip():
+                break
+            await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    pid = int(marker.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_asyncio_callers_get_the_same_result() -> None:
+    r = asyncio.run(_executor().arun(ExecRequest(command="echo hi")))
+    assert r.stdout.text == "hi\n" and r.exit_code == 0
+
+
+def test_a_lingering_grandchild_does_not_hold_the_result_past_the_grace() -> None:
+    r = _executor(grace_ms=200).run(ExecRequest(command="echo done; (sleep 20 &) ; exit 0"))
+    assert r.exit_code == 0 and r.stdout.text == "done\n" and r.duration_ms < 10_000
+
+
+def test_infrastructure_failures_raise() -> None:
+    with pytest.raises(SpawnError, match="workdir does not exist"):
+        _executor().run(ExecRequest(command="true", workdir="/no/such/dir"))
+
+
+def test_env_is_scrubbed_and_explicit_values_win(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SERVICE_API_KEY", "leak")
+    monkeypatch.setenv("OVERSPILL_TOKEN", "leak")
+    monkeypatch.setenv("PLAIN_VALUE", "kept")
+    r = _executor().run(
+        ExecRequest(
+            command="env | sort",
+            env={"DEPLOY_TOKEN": "given"},
+        )
+    )
+    lines = set(r.stdout.text.splitlines())
+    assert "PLAIN_VALUE=kept" in lines and "DEPLOY_TOKEN=given" in lines
+    assert {"NO_COLOR=1", "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat"} <= lines
+    assert not any(line.startswith(("SERVICE_API_KEY=", "OVERSPILL_")) for line in lines)
+
+
+def test_workdir_is_used(tmp_path: Path) -> None:
+    assert (
+        _executor().run(ExecRequest(command="pwd", workdir=str(tmp_path))).stdout.text
+        == f"{tmp_path}\n"
+    )
+
+
+def test_truncated_output_has_a_spill_file_identical_to_the_stream() -> None:
+    r = _executor(max_output_bytes=1000).run(ExecRequest(command="seq 1 5000"))
+    expected = "".join(f"{i}\n" for i in range(1, 5001)).encode()
+    assert r.stdout.truncated and r.stdout.total_bytes == len(expected)
+    assert r.stdout.text.encode() == expected[-1000:]
+    assert r.stdout.spill_path and Path(r.stdout.spill_path).read_bytes() == expected
+    assert f"[output truncated; full output: {r.stdout.spill_path}" in r.text
+    assert r.stdout.artifact is None and r.stdout.storage_error is None
+
+
+def test_the_compatibility_layer_off_writes_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    from shell import spill
+
+    monkeypatch.setattr(spill.SpillDirectory, "_path", None)
+    r = _executor(legacy_spill=False, max_output_bytes=10).run(ExecRequest(command="seq 1 1000"))
+    assert r.stdout.truncated and r.stdout.spill_path is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_stream_past_the_spill_cap_loses_its_spill_file() -> None:
+    r = _executor(max_output_bytes=100, max_spill_bytes=5000).run(
+        ExecRequest(command="seq 1 10000")
+    )
+    assert r.stdout.truncated and r.stdout.spill_path is None
+    assert "full output: (unavailable)" in r.text
+
+
+def test_legacy_render_mode_produces_the_old_strings() -> None:
+    r = _executor(max_output_bytes=5, render_mode="legacy").run(
+        ExecRequest(command="echo 1234567890")
+    )
+    assert r.text == f"7890\n\n[output truncated; full output: {r.stdout.spill_path}]"
+
+
+# -- background jobs --------------------------------------------------------------------
+
+
+def test_background_reads_are_consuming_and_survive_exit() -> None:
+    job = _executor().start(
+        ExecRequest(command="echo one; sleep 0.3; echo two >&2; sleep 0.3; echo three")
+    )
+    seen_out, seen_err = "", ""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        read = job.read_output()
+        seen_out += read.stdout
+        seen_err += read.stderr
+        if not read.running and not read.stdout and not read.stderr:
+            break
+        time.sleep(0.05)
+    assert seen_out == "one\nthree\n" and seen_err == "two\n"
+    result = job.wait()
+    assert result is not None and result.exit_code == 0
+    assert job.read_output().text == ""
+
+
+def test_background_kill_returns_true_once() -> None:
+    job = _executor().start(ExecRequest(command="sleep 30"))
+    time.sleep(0.1)
+    assert job.kill() is True
+    assert job.kill() is False
+    result = job.wait(timeout=10)
+    assert result is not None and result.signal == "SIGTERM" and not result.timed_out
+    assert job.kill() is False
+
+
+def test_a_lossy_background_read_names_the_missing_range() -> None:
+    job = _executor(max_output_bytes=100).start(ExecRequest(command="seq 1 1000"))
+    job.wait(timeout=10)
+    read = job.read_output()
+    assert read.lossy and read.text.startswith(read.stdout)
+    total = len("".join(f"{i}\n" for i in range(1, 1001)))
+    assert f"stdout bytes 0-{total - 100}" in read.text
+    assert "[some output was dropped from memory" in read.text
+
+
+def test_background_jobs_ignore_a_raised_window() -> None:
+    job = _executor(max_output_bytes=10).start(
+        ExecRequest(command="seq 1 100", max_output_bytes=100_000)
+    )
+    result = job.wait(timeout=10)
+    assert result is not None and result.stdout.truncated
+
+
+# -- artifacts on every backend pair --------------------------------------------------
+
+
+@pytest.fixture
+def art_executor(store: ArtifactStore) -> Executor:
+    sink = StoreSink(store, ALICE, session_id="sess-1")
+    return Executor(ShellSettings(grace_ms=300, max_output_bytes=1000), sink)
+
+
+def test_artifact_bytes_equal_what_the_command_printed(
+    art_executor: Executor, store: ArtifactStore
+) -> None:
+    script = (
+        "head -c 300000 /dev/urandom > blob.bin; cat blob.bin; "
+        "printf '\\xff\\xfe invalid utf8 \\xc3\\n' >&2; seq 1 2000 >&2; exit 4"
+    )
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        r = art_executor.run(ExecRequest(command=script, workdir=d))
+        blob = Path(d, "blob.bin").read_bytes()
+    assert r.exit_code == 4
+    out, err = r.stdout, r.stderr
+    assert out.artifact and err.artifact
+    assert out.artifact.state == "complete" and out.artifact.size_bytes == 300000
+    assert out.artifact.sha256 == hashlib.sha256(blob).hexdigest()
+    _, content = store.open_content(ALICE, out.artifact.id)
+    assert content.read(0, 300000) == blob
+    expected_err = (
+        b"\xff\xfe invalid utf8 \xc3\n" + "".join(f"{i}\n" for i in range(1, 2001)).encode()
+    )
+    _, econtent = store.open_content(ALICE, err.artifact.id)
+    assert econtent.read(0, len(expected_err) + 10) == expected_err
+    info = store.get(ALICE, out.artifact.id)
+    assert info.source["command"] == script and info.source["stream"] == "stdout"
+    assert info.source["exit_code"] == 4 and info.source["run_id"] == r.run_id
+    assert store.get(ALICE, err.artifact.id).source["run_id"] == r.run_id
+    assert info.session_id == "sess-1" and info.owner == ALICE.name
+    assert f"artifact {out.artifact.id}" in r.text and "shown last 1000 of 300000 bytes" in r.text
+
+
+def test_output_within_the_window_makes_no_artifact(
+    art_executor: Executor, store: ArtifactStore
+) -> None:
+    r = art_executor.run(ExecRequest(command="echo small"))
+    assert r.stdout.artifact is None and store.list(ALICE).items == []
+
+
+def test_a_capped_artifact_keeps_the_head_and_states_the_gap(store: ArtifactStore) -> None:
+    sink = StoreSink(store, ALICE, max_bytes=5000)
+    ex = Executor(ShellSettings(grace_ms=300, max_output_bytes=1000), sink)
+    r = ex.run(ExecRequest(command="seq 1 20000"))
+    art = r.stdout.artifact
+    assert art and art.state == "capped" and art.size_bytes == 5000
+    assert art.total_bytes == r.stdout.total_bytes
+    assert f"bytes 5000-{r.stdout.total_bytes - 1000} are not stored" in r.text
+
+
+def test_a_storage_failure_still_returns_the_tail_and_says_why(store: ArtifactStore) -> None:
+    from tests.test_store import _break_blob_backend
+
+    _break_blob_backend(store)
+    ex = Executor(ShellSettings(grace_ms=300, max_output_bytes=1000), StoreSink(store, ALICE))
+    r = ex.run(ExecRequest(command="seq 1 20000; exit 3"))
+    assert r.exit_code == 3
+    assert r.stdout.text.endswith("20000\n") and len(r.stdout.text) == 1000
+    assert r.stdout.storage_error
+    assert r.stdout.spill_path and Path(r.stdout.spill_path).stat().st_size == r.stdout.total_bytes
+    assert "artifact unavailable:" in r.text
+
+
+def test_an_unopenable_store_is_reported_not_raised(tmp_path: Path) -> None:
+    from artifacts.config import StoreSettings
+
+    def broken() -> ArtifactStore:
+        return ArtifactStore.open(
+            StoreSettings(home=tmp_path, database_url="postgresql+psycopg://x@127.0.0.1:1/x")
+        )
+
+    ex = Executor(
+        ShellSettings(grace_ms=300, max_output_bytes=100, legacy_spill=False),
+        StoreSink(broken, ALICE),
+    )
+    r = ex.run(ExecRequest(command="seq 1 1000"))
+    assert r.exit_code == 0 and "unreachable" in (r.stdout.storage_error or "")
+    assert "full output: (unavailable)" in r.text
+
+
+def test_a_background_job_streams_into_a_live_artifact(
+    art_executor: Executor, store: ArtifactStore
+) -> None:
+    job = art_executor.start(ExecRequest(command="seq 1 3000; sleep 1.5; echo tail-end"))
+    deadline = time.monotonic() + 10
+    art_id = None
+    while time.monotonic() < deadline:
+        items = store.list(ALICE).items
+        if items and items[0].size_bytes > 0:
+            art_id = items[0].id
+            break
+        time.sleep(0.05)
+    assert art_id is not None
+    live = store.get(ALICE, art_id)
+    assert live.state == "writing"
+    assert store.lines(ALICE, art_id, start=1, count=1).lines[0].text == "1"
+    result = job.wait(timeout=20)
+    assert result is not None and result.stdout.artifact and result.stdout.artifact.id == art_id
+    assert store.tail(ALICE, art_id, lines=1).text == "tail-end\n"

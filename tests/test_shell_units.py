@@ -1,0 +1,339 @@
+"""Executor rules that need no subprocess: spec resolution, capture windows, spill
+files, rendering and parse_exit_status."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from artifacts.errors import ConfigurationError
+from shell import spill as spill_mod
+from shell.capture import OutputCollector
+from shell.config import ShellSettings
+from shell.environment import child_environment
+from shell.render import parse_exit_status, render_result, stream_text, truncation_line
+from shell.results import ArtifactRef, CollectedOutput
+from shell.spec import ExecRequest, InvalidRequest, resolve
+from shell.spill import SpillFile, sweep_old_spill_files
+
+# -- defaults, caps, validation ---------------------------------------------------------
+
+
+def test_defaults_match_the_contract() -> None:
+    s = ShellSettings()
+    assert (s.timeout_ms, s.max_timeout_ms, s.max_output_bytes) == (120_000, 600_000, 64_000)
+    assert (s.max_spill_bytes, s.grace_ms, s.legacy_spill) == (67_108_864, 3_000, True)
+    spec = resolve(ExecRequest(command="true"), s, background=False)
+    assert spec.timeout_ms == 120_000 and spec.cwd == os.getcwd()
+    assert spec.stdout_window == spec.stderr_window == 64_000
+
+
+def test_a_per_call_timeout_is_capped_at_the_max() -> None:
+    spec = resolve(ExecRequest(command="true", timeout_ms=10**9), ShellSettings(), background=False)
+    assert spec.timeout_ms == 600_000
+
+
+@pytest.mark.parametrize("bad", [0, -5, float("inf"), float("nan")])
+def test_non_positive_or_non_finite_timeouts_are_rejected(bad: float) -> None:
+    with pytest.raises(InvalidRequest, match="timeout_ms: must be a positive finite number"):
+        resolve(ExecRequest(command="true", timeout_ms=bad), ShellSettings(), background=False)
+
+
+def test_only_a_foreground_call_may_raise_stdouts_window() -> None:
+    s = ShellSettings()
+    fg = resolve(ExecRequest(command="x", max_output_bytes=200_000), s, background=False)
+    assert (fg.stdout_window, fg.stderr_window) == (200_000, 64_000)
+    bg = resolve(ExecRequest(command="x", max_output_bytes=200_000), s, background=True)
+    assert (bg.stdout_window, bg.stderr_window, bg.timeout_ms) == (64_000, 64_000, None)
+    with pytest.raises(InvalidRequest, match="max_output_bytes"):
+        resolve(ExecRequest(command="x", max_output_bytes=0), s, background=False)
+
+
+def test_an_empty_command_is_rejected() -> None:
+    with pytest.raises(InvalidRequest, match="command"):
+        resolve(ExecRequest(command="  "), ShellSettings(), background=False)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("TIMEOUT_MS", "0"),
+        ("MAX_OUTPUT_BYTES", "-1"),
+        ("GRACE_MS", "inf"),
+        ("MAX_SPILL_BYTES", "x"),
+    ],
+)
+def test_bad_configuration_is_rejected_at_load_naming_the_setting(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    monkeypatch.setenv(f"OVERSPILL_{name}", value)
+    with pytest.raises(ConfigurationError, match=f"OVERSPILL_{name}"):
+        ShellSettings.load()
+
+
+def test_child_environment_drops_credentials_and_reserved_names() -> None:
+    parent = {
+        "PATH": "/bin",
+        "AWS_SECRET_ACCESS_KEY": "s",
+        "github_token": "t",
+        "DB_PASSWORD": "p",
+        "MY_API_KEY": "k",
+        "KEYRING": "x",
+        "OVERSPILL_TOKEN": "o",
+        "TERM": "xterm",
+        "HOME": "/h",
+    }
+    env = child_environment(parent, {"DEPLOY_TOKEN": "on-purpose", "NO_COLOR": "0"}, "OVERSPILL_")
+    assert env == {
+        "PATH": "/bin",
+        "HOME": "/h",
+        "DEPLOY_TOKEN": "on-purpose",
+        "NO_COLOR": "1",
+        "TERM": "dumb",
+        "PAGER": "cat",
+        "GIT_PAGER": "cat",
+    }
+
+
+# -- capture windows --------------------------------------------------------------------
+
+
+@given(
+    data=st.binary(max_size=5000),
+    sizes=st.lists(st.integers(1, 700), max_size=40),
+    window=st.integers(1, 600),
+)
+def test_memory_holds_exactly_the_last_window_bytes_for_any_chunking(
+    data: bytes, sizes: list[int], window: int
+) -> None:
+    c = OutputCollector("stdout", window)
+    pos = 0
+    for n in [*sizes, len(data)]:
+        c.feed(data[pos : pos + n])
+        pos += n
+    assert c.read_from(max(0, len(data) - window)).data == data[-window:] if data else True
+    assert c.total_bytes == len(data)
+    assert c.truncated == (len(data) > window)
+
+
+def test_output_exactly_at_the_cap_is_not_truncated() -> None:
+    opened: list[int] = []
+    c = OutputCollector("stdout", 10, open_sink=lambda: opened.append(1))  # type: ignore[arg-type,return-value]
+    c.feed(b"12345")
+    c.feed(b"67890")
+    assert not c.truncated and opened == []
+    assert c.shown_text() == "1234567890"
+
+
+class _ListSink:
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    @property
+    def artifact_id(self) -> str:
+        return "art_TEST"
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+
+    def close(self, source_update: dict) -> tuple[ArtifactRef, str | None]:  # type: ignore[type-arg]
+        return ArtifactRef(
+            id="art_TEST",
+            state="complete",
+            size_bytes=len(self.data),
+            total_bytes=len(self.data),
+            sha256=None,
+        ), None
+
+
+def test_the_first_overflow_sends_the_stream_from_byte_zero() -> None:
+    sink = _ListSink()
+    c = OutputCollector("stdout", 8, open_sink=lambda: sink)
+    for chunk in (b"abc", b"defgh", b"i", b"jklmnopqrstuvwxyz"):
+        c.feed(chunk)
+    assert bytes(sink.data) == b"abcdefghijklmnopqrstuvwxyz"
+    assert c.shown_text() == "stuvwxyz"
+
+
+def test_the_tail_is_cut_on_a_utf8_boundary() -> None:
+    c = OutputCollector("stdout", 5)
+    c.feed("a€€".encode())  # 7 bytes; the last 5 start inside the first €
+    assert c.shown_text() == "€"
+
+
+def test_head_tail_mode_keeps_the_start_and_the_end() -> None:
+    c = OutputCollector("stdout", 10, mode="head_tail")
+    c.feed(b"HEAD-" + b"x" * 100 + b"-TAIL")
+    assert c.shown_text() == "HEAD-\n[... 100 bytes omitted ...]\n-TAIL"
+
+
+def test_reading_past_the_tail_window_is_lossy_and_offsets_are_whole_stream() -> None:
+    c = OutputCollector("stdout", 4)
+    c.feed(b"0123456789")
+    d = c.read_from(2)
+    assert (d.data, d.lossy, d.missing, d.next_offset) == (b"6789", True, (2, 6), 10)
+    d2 = c.read_from(8)
+    assert (d2.data, d2.lossy, d2.next_offset) == (b"89", False, 10)
+    assert c.read_from(10).data == b""
+
+
+# -- legacy spill files -----------------------------------------------------------------
+
+
+def test_spill_files_are_private_and_named_as_before() -> None:
+    f = SpillFile("stdout", 1000)
+    f.write(b"data")
+    path = f.close()
+    assert path is not None
+    p = Path(path)
+    assert re.fullmatch(rf"dsh-subprocess-{os.getpid()}-\d+-[0-9a-f]{{12}}-stdout\.log", p.name)
+    assert p.parent.name.startswith("dsh-subprocess-")
+    assert stat.S_IMODE(p.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(p.stat().st_mode) == 0o600
+    assert p.read_bytes() == b"data"
+    p.unlink()
+
+
+def test_a_spill_file_past_the_cap_is_deleted_and_never_reported() -> None:
+    f = SpillFile("stderr", 10)
+    f.write(b"12345678")
+    path = f.path
+    assert path and os.path.exists(path)
+    f.write(b"too much")
+    assert not os.path.exists(path)
+    assert f.close() is None and "cap" in (f.error or "")
+
+
+def test_a_failed_close_is_not_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    f = SpillFile("stdout", 100)
+    f.write(b"x")
+
+    def failing_close(fd: int) -> None:
+        os.close(fd)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(spill_mod, "close_fd", failing_close)
+    assert f.close() is None and "close failed" in (f.error or "")
+
+
+def test_spill_creation_never_follows_a_symlink(tmp_path: Path) -> None:
+    target = tmp_path / "victim"
+    d = spill_mod.SpillDirectory.path()
+    name = spill_mod.SpillDirectory.next_name("stdout")
+    os.symlink(target, d / name)
+    # Force the same name: the exclusive create must refuse the planted link.
+    orig = spill_mod.SpillDirectory.next_name
+    try:
+        spill_mod.SpillDirectory.next_name = classmethod(lambda cls, stream: name)  # type: ignore[method-assign,assignment]
+        f = SpillFile("stdout", 100)
+    finally:
+        spill_mod.SpillDirectory.next_name = orig  # type: ignore[method-assign]
+    assert f.path is None and f.error and not target.exists()
+    os.unlink(d / name)
+
+
+def test_the_sweep_deletes_only_old_regular_files_in_private_dirs(tmp_path: Path) -> None:
+    old = time.time() - 40 * 86400
+    good = tmp_path / "dsh-subprocess-good"
+    good.mkdir(mode=0o700)
+    (good / "old.log").write_bytes(b"x")
+    (good / "new.log").write_bytes(b"y")
+    os.utime(good / "old.log", (old, old))
+    os.symlink("/etc/passwd", good / "link.log")
+    os.utime(good / "link.log", (old, old), follow_symlinks=False)
+    shared = tmp_path / "dsh-subprocess-shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    (shared / "old.log").write_bytes(b"z")
+    os.utime(shared / "old.log", (old, old))
+    linked = tmp_path / "dsh-subprocess-linked"
+    os.symlink(good, linked)
+    assert sweep_old_spill_files(30, str(tmp_path)) == 1
+    assert not (good / "old.log").exists()
+    assert (good / "new.log").exists() and os.path.islink(good / "link.log")
+    assert (shared / "old.log").exists()
+    assert sweep_old_spill_files(0, str(tmp_path)) == 0
+    assert sweep_old_spill_files(30, str(tmp_path / "missing")) == 0
+
+
+# -- rendering --------------------------------------------------------------------------
+
+
+def _out(text: str, total: int, **kw: object) -> CollectedOutput:
+    return CollectedOutput(text=text, truncated=total > len(text), total_bytes=total, **kw)  # type: ignore[arg-type]
+
+
+def test_legacy_truncation_line_is_exact() -> None:
+    out = _out("tail", 100, spill_path="/tmp/d/f.log")
+    assert stream_text(out, 4, "legacy") == "tail\n[output truncated; full output: /tmp/d/f.log]"
+    assert (
+        truncation_line(_out("t", 9), 1, "legacy")
+        == "[output truncated; full output: (unavailable)]"
+    )
+
+
+def test_artifact_truncation_line_names_id_sizes_and_keeps_the_spill_path() -> None:
+    ref = ArtifactRef(id="art_X", state="complete", size_bytes=100, total_bytes=100, sha256="s")
+    line = truncation_line(
+        _out("tail", 100, spill_path="/tmp/d/f.log", artifact=ref), 4, "artifact"
+    )
+    assert line.startswith("[output truncated; full output: /tmp/d/f.log; artifact art_X;")
+    assert "shown last 4 of 100 bytes" in line and "artifact_read id=art_X" in line
+    no_spill = truncation_line(_out("tail", 100, artifact=ref), 4, "artifact")
+    assert no_spill.startswith("[output truncated; full output: artifact art_X;")
+
+
+def test_storage_errors_say_the_full_output_is_unavailable_and_why() -> None:
+    line = truncation_line(_out("t", 50, storage_error="quota exceeded for agent:x"), 1, "artifact")
+    assert line == (
+        "[output truncated; full output: (unavailable); shown last 1 of 50 bytes; "
+        "artifact unavailable: quota exceeded for agent:x]"
+    )
+
+
+def test_result_rendering_matches_the_contract() -> None:
+    def r(out: str, err: str, **kw: object) -> str:
+        args: dict[str, object] = {
+            "exit_code": 0,
+            "signal": None,
+            "timed_out": False,
+            "timeout_ms": 1000,
+            **kw,
+        }
+        return render_result(out, err, **args)  # type: ignore[arg-type]
+
+    assert r("", "") == "(no output)"
+    assert r("out", "err") == "out\n[stderr]\nerr"
+    assert r("out\n", "err") == "out\n[stderr]\nerr"
+    assert r("", "err") == "[stderr]\nerr"
+    assert r("x", "", exit_code=2) == "x\n[exit code: 2]"
+    assert r("x", "", exit_code=None, signal="SIGKILL") == "x\n[killed by signal: SIGKILL]"
+    assert r("x", "", exit_code=None, signal="SIGTERM", timed_out=True, timeout_ms=500) == (
+        "x\n[timed out after 500ms]\n[killed by signal: SIGTERM]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "body", "code", "sig"),
+    [
+        ("out\n[exit code: 3]", "out", 3, None),
+        ("out\n[killed by signal: SIGTERM]", "out", None, "SIGTERM"),
+        ("[exit code: 3]", "[exit code: 3]", 0, None),  # no newline before: output
+        ("out\n[exit code: 3]\n", "out\n[exit code: 3]\n", 0, None),  # trailing newline
+        ("a\n[exit code: 1]\n[killed by signal: SIGKILL]", "a\n[exit code: 1]", None, "SIGKILL"),
+        ("plain output", "plain output", 0, None),
+        ("x\n[exit code: 2] trailing", "x\n[exit code: 2] trailing", 0, None),
+    ],
+)
+def test_parse_exit_status_edge_cases(
+    text: str, body: str, code: int | None, sig: str | None
+) -> None:
+    st_ = parse_exit_status(text)
+    assert (st_.body, st_.exit_code, st_.signal) == (body, code, sig)
