@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from artifacts.errors import Conflict, OverspillError, StorageUnavailable
+from artifacts.errors import Conflict, OverspillError, QuotaExceeded, StorageUnavailable
 from artifacts.records import WriteResult
 
-CommitFn = Callable[[int, bytearray, int], None]
+CommitFn = Callable[[int, memoryview, int], None]
 """commit(offset, data, newlines): publish one segment; raises on failure."""
 
 RenewFn = Callable[[], None]
@@ -33,7 +33,8 @@ FinishFn = Callable[[str, int, int, "str | None", "str | None", "dict[str, Any] 
 @dataclass(frozen=True)
 class _Pending:
     offset: int
-    data: bytearray
+    buf: bytearray
+    fill: int
 
 
 class ArtifactWriter:
@@ -60,7 +61,10 @@ class ArtifactWriter:
         self._finish_fn = finish
         self._max_pending = max_pending
         self._hasher = hashlib.sha256()
-        self._buffer = bytearray()
+        # Fixed-size buffers, reused: no reallocation churn, so RSS stays flat.
+        self._pool: list[bytearray] = []
+        self._buffer = bytearray(segment_bytes)
+        self._fill = 0
         self._buffer_since = 0.0
         self._pending: deque[_Pending] = deque()
         self._cond = threading.Condition()
@@ -72,6 +76,7 @@ class ArtifactWriter:
         self._closed = False
         self._result: WriteResult | None = None
         self.error: str | None = None
+        self.stopped: str | None = None  # why storing stopped early (quota), if it did
         self._last_renew = time.monotonic()
         self._thread = threading.Thread(target=self._run, name=f"writer-{artifact_id}", daemon=True)
         self._thread.start()
@@ -88,6 +93,8 @@ class ArtifactWriter:
 
     @property
     def capped(self) -> bool:
+        if self.stopped:
+            return True
         return self._total > self._accepted and self._accepted >= self._max_bytes
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
@@ -103,7 +110,7 @@ class ArtifactWriter:
         n = len(data)
         self._total += n
         room = self._max_bytes - self._accepted
-        if room <= 0 or n == 0:
+        if room <= 0 or n == 0 or self.stopped:
             return
         if n > room:
             data = memoryview(data)[:room]
@@ -112,21 +119,22 @@ class ArtifactWriter:
         self._accepted += n
         view = memoryview(data)
         while view:
-            piece = view[: self._segment_bytes - len(self._buffer)]
+            piece = view[: self._segment_bytes - self._fill]
             with self._cond:
-                if not self._buffer:
+                if not self._fill:
                     self._buffer_since = time.monotonic()
-                self._buffer += piece
-                if len(self._buffer) >= self._segment_bytes:
+                self._buffer[self._fill : self._fill + len(piece)] = piece
+                self._fill += len(piece)
+                if self._fill >= self._segment_bytes:
                     self._enqueue_buffer_locked(wait=True)
             view = view[len(piece) :]
 
     def flush(self) -> None:
         """Publish everything written so far and wait until readers can see it."""
         with self._cond:
-            if self._buffer:
+            if self._fill:
                 self._enqueue_buffer_locked(wait=True)
-            while (self._pending or self._in_flight) and not self.error:
+            while (self._pending or self._in_flight) and not self.error and not self.stopped:
                 self._cond.wait()
         if self.error:
             raise StorageUnavailable(self.error)
@@ -145,7 +153,7 @@ class ArtifactWriter:
         if self._result is not None:
             return self._result
         with self._cond:
-            if self._buffer and not self.error:
+            if self._fill and not self.error and not self.stopped:
                 self._enqueue_buffer_locked(wait=False)
             self._closing = True
             self._cond.notify_all()
@@ -155,7 +163,13 @@ class ArtifactWriter:
             final = "failed"
         else:
             final = state or ("capped" if self.capped else "complete")
-        sha = self._hasher.hexdigest() if final in ("complete", "capped") else None
+        # After a quota stop the hash covers bytes that were never stored: drop it.
+        sha = (
+            self._hasher.hexdigest()
+            if final in ("complete", "capped") and not self.stopped
+            else None
+        )
+        err = err or self.stopped
         try:
             self._finish_fn(final, self._committed, self._total, sha, err, source_update)
         except OverspillError as exc:
@@ -176,7 +190,7 @@ class ArtifactWriter:
         with self._cond:
             self._closing = True
             self._pending.clear()
-            self._buffer.clear()
+            self._fill = 0
             self._cond.notify_all()
         self._thread.join()
         self._result = WriteResult(
@@ -202,14 +216,15 @@ class ArtifactWriter:
     def _enqueue_buffer_locked(self, *, wait: bool) -> None:
         while wait and len(self._pending) >= self._max_pending and not self.error:
             self._cond.wait()
-        if self.error:
-            self._buffer.clear()
+        if self.error or self.stopped:
+            self._fill = 0
             return
         # Hand the buffer itself over (no copy) and start a fresh one.
-        queued = sum(len(p.data) for p in self._pending)
+        queued = sum(p.fill for p in self._pending)
         offset = self._committed + self._in_flight + queued
-        self._pending.append(_Pending(offset, self._buffer))
-        self._buffer = bytearray()
+        self._pending.append(_Pending(offset, self._buffer, self._fill))
+        self._buffer = self._pool.pop() if self._pool else bytearray(self._segment_bytes)
+        self._fill = 0
         self._cond.notify_all()
 
     # -- background publisher --------------------------------------------------------
@@ -221,7 +236,7 @@ class ArtifactWriter:
                 if item is None and self._closing and not self._pending:
                     return
                 if item is not None:
-                    self._in_flight = len(item.data)
+                    self._in_flight = item.fill
             if item is not None:
                 self._publish(item)
             elif time.monotonic() - self._last_renew >= self._renew_every:
@@ -234,11 +249,11 @@ class ArtifactWriter:
     def _next_item_locked(self) -> _Pending | None:
         deadline = time.monotonic() + min(self._flush_interval, self._renew_every)
         while not self._pending and not self._closing:
-            if self._buffer and time.monotonic() - self._buffer_since >= self._flush_interval:
+            if self._fill and time.monotonic() - self._buffer_since >= self._flush_interval:
                 self._enqueue_buffer_locked(wait=False)
                 break
             remaining = deadline - time.monotonic()
-            if self._buffer:
+            if self._fill:
                 remaining = min(
                     remaining, self._buffer_since + self._flush_interval - time.monotonic()
                 )
@@ -250,7 +265,16 @@ class ArtifactWriter:
     def _publish(self, item: _Pending) -> None:
         try:
             # Counting here, off the producer's thread, balances the two threads.
-            self._commit_fn(item.offset, item.data, item.data.count(b"\n"))
+            with memoryview(item.buf)[: item.fill] as data:
+                self._commit_fn(item.offset, data, item.buf.count(b"\n", 0, item.fill))
+        except QuotaExceeded as exc:
+            # Not a failure: the artifact keeps its prefix and becomes capped.
+            with self._cond:
+                self.stopped = exc.message
+                self._in_flight = 0
+                self._pending.clear()
+                self._cond.notify_all()
+            return
         except OverspillError as exc:
             with self._cond:
                 self.error = exc.message
@@ -266,7 +290,8 @@ class ArtifactWriter:
                 self._cond.notify_all()
             return
         with self._cond:
-            self._committed += len(item.data)
+            self._committed += item.fill
+            self._pool.append(item.buf)
             self._in_flight = 0
             self._last_renew = time.monotonic()
             self._cond.notify_all()

@@ -89,7 +89,8 @@ class OutputCollector:
     def spill_path(self) -> str | None:
         return self._spill.path if self._spill is not None else None
 
-    def feed(self, chunk: bytes) -> None:
+    def feed(self, chunk: bytes | memoryview) -> None:
+        """Take one chunk. ``chunk`` may be a reused buffer: anything kept is copied."""
         if not chunk:
             return
         with self._lock:
@@ -100,7 +101,7 @@ class OutputCollector:
         if self._overflowed:
             self._copy(chunk)
 
-    def _retain(self, chunk: bytes) -> None:
+    def _retain(self, chunk: bytes | memoryview) -> None:
         if len(self._head) < self._head_cap:
             take = self._head_cap - len(self._head)
             self._head += chunk[:take]
@@ -129,7 +130,7 @@ class OutputCollector:
             except Exception as exc:  # a store failure never fails the command
                 self._storage_failed(exc)
 
-    def _copy(self, chunk: bytes) -> None:
+    def _copy(self, chunk: bytes | memoryview) -> None:
         if self._spill is not None:
             self._spill.write(chunk)
         if self._sink is not None and self.storage_error is None:

@@ -143,6 +143,9 @@ class Pump:
         self._sel.register(popen.stderr.fileno(), selectors.EVENT_READ, on_stderr)
         self._files = [popen.stdout, popen.stderr]
         self._drain_deadline: float | None = None
+        # One reused read buffer: sinks copy what they keep, so nothing is allocated
+        # per read and memory stays flat however much the command prints.
+        self._buf = bytearray(_READ)
         self.done = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pump", daemon=True)
         self._thread.start()
@@ -155,15 +158,16 @@ class Pump:
                     break
                 for key, _ in self._sel.select(timeout=0.05):
                     try:
-                        data = os.read(key.fd, _READ)
+                        n = os.readv(key.fd, [self._buf])
                     except OSError as exc:
                         if exc.errno == errno.EINTR:
                             continue
-                        data = b""
-                    if not data:
+                        n = 0
+                    if not n:
                         self._sel.unregister(key.fd)
                         continue
-                    key.data(data)
+                    with memoryview(self._buf)[:n] as chunk:
+                        key.data(chunk)
         finally:
             self._sel.close()
             for f in self._files:

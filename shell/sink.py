@@ -17,8 +17,9 @@ class SinkStream(Protocol):
     @property
     def artifact_id(self) -> str: ...
 
-    def write(self, data: bytes) -> None:
-        """Append bytes; raise OverspillError (or OSError) if they cannot be stored."""
+    def write(self, data: bytes | memoryview) -> None:
+        """Append bytes (copy them if kept: ``data`` may be a reused buffer); raise
+        OverspillError (or OSError) if they cannot be stored."""
         ...
 
     def close(self, source_update: dict[str, Any]) -> tuple[ArtifactRef, str | None]:
@@ -75,7 +76,7 @@ class _WriterStream:
     def artifact_id(self) -> str:
         return self._writer.id
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | memoryview) -> None:
         self._writer.write(data)
 
     def close(self, source_update: dict[str, Any]) -> tuple[ArtifactRef, str | None]:

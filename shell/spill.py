@@ -65,7 +65,7 @@ class SpillFile:
     def active(self) -> bool:
         return self._fd is not None
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | memoryview) -> None:
         if self._fd is None:
             return
         if self._written + len(data) > self._cap:

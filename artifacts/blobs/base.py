@@ -33,7 +33,7 @@ class BlobInfo:
 class BlobStore(Protocol):
     url: str
 
-    def put(self, key: str, data: bytes | bytearray) -> None:
+    def put(self, key: str, data: bytes | bytearray | memoryview) -> None:
         """Publish ``data`` under ``key`` atomically: readers see all of it or nothing.
 
         Raises StorageUnavailable on any backend failure; the key must not exist yet.

@@ -63,7 +63,7 @@ class LocalBlobStore:
             os.close(fd)
             raise
 
-    def put(self, key: str, data: bytes | bytearray) -> None:
+    def put(self, key: str, data: bytes | bytearray | memoryview) -> None:
         parts = check_key(key).split("/")
         try:
             dfd = self._open_dir(parts[:-1], create=True)

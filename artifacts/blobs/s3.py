@@ -54,7 +54,7 @@ class S3BlobStore:
         detail = code or type(exc).__name__
         return StorageUnavailable(f"S3 {action} {self.bucket}/{self.prefix}{key} failed: {detail}")
 
-    def put(self, key: str, data: bytes | bytearray) -> None:
+    def put(self, key: str, data: bytes | bytearray | memoryview) -> None:
         full = self._key(key)
         # botocore keeps extra copies of a bytearray body alive; bytes it streams.
         body = bytes(data) if not isinstance(data, bytes) else data
