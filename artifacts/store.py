@@ -12,7 +12,7 @@ import binascii
 import hashlib
 import json
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -22,7 +22,7 @@ from sqlalchemy import ColumnElement, Engine, and_, delete, func, or_, select, t
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from artifacts import reads
+from artifacts import audit, reads
 from artifacts.blobs.base import BlobStore
 from artifacts.blobs.registry import open_blob_store
 from artifacts.clock import Clock, SystemClock
@@ -48,6 +48,7 @@ from artifacts.errors import (
     StorageUnavailable,
 )
 from artifacts.ids import check_artifact_id, new_artifact_id
+from artifacts.quotas import Quotas
 from artifacts.records import (
     GONE_STATES,
     STATES,
@@ -59,6 +60,9 @@ from artifacts.records import (
     TailWindow,
     TextWindow,
 )
+from artifacts.retention import Forever, effective_policy
+from artifacts.retention import resolve as resolve_retention
+from artifacts.tokens import TokenStore
 from artifacts.usage import bump_usage
 from artifacts.writer import ArtifactWriter
 
@@ -82,6 +86,8 @@ class ArtifactStore:
         self._locked_sessions = sessionmaker(
             engine.execution_options(**{WRITE_LOCK: True}), expire_on_commit=False
         )
+        self.quotas = Quotas(self)
+        self.tokens = TokenStore(self._locked_sessions, self.clock)
 
     @classmethod
     def open(cls, settings: StoreSettings, clock: Clock | None = None) -> ArtifactStore:
@@ -135,6 +141,7 @@ class ArtifactStore:
         source: dict[str, Any] | None = None,
         max_bytes: int | None = None,
         owner: str | None = None,
+        retention: int | Forever | None = None,
     ) -> ArtifactInfo:
         """Create an empty artifact in state ``writing`` with no lease (HTTP uploads)."""
         row = self._insert(
@@ -147,6 +154,7 @@ class ArtifactStore:
             max_bytes,
             owner,
             lease_token=None,
+            retention=retention,
         )
         return _info(row, self.clock.now())
 
@@ -160,6 +168,7 @@ class ArtifactStore:
         session_id: str | None = None,
         source: dict[str, Any] | None = None,
         max_bytes: int | None = None,
+        retention: int | Forever | None = None,
     ) -> ArtifactWriter:
         """Create an artifact and return a streaming writer holding its lease."""
         token = secrets.token_hex(16)
@@ -173,6 +182,7 @@ class ArtifactStore:
             max_bytes,
             None,
             lease_token=token,
+            retention=retention,
         )
         return self._writer(row.id, token, row.max_bytes, start=0)
 
@@ -207,6 +217,7 @@ class ArtifactStore:
         owner: str | None,
         *,
         lease_token: str | None,
+        retention: int | Forever | None = None,
     ) -> Artifact:
         if owner is not None and owner != principal.name and not principal.is_admin:
             raise InvalidArgument("only admins can create artifacts for another owner")
@@ -214,42 +225,67 @@ class ArtifactStore:
             raise InvalidArgument(f"max_bytes must be positive, got {max_bytes}")
         if not kind or len(kind) > 50:
             raise InvalidArgument("kind must be 1 to 50 characters")
+        _check_retention(retention)
         now = self.clock.now()
-        cap = min(max_bytes or self.settings.max_artifact_bytes, self.settings.max_artifact_bytes)
-        row = Artifact(
-            id=new_artifact_id(int(now.timestamp() * 1000)),
-            owner=owner or principal.name,
-            session_id=session_id,
-            kind=kind,
-            name=name,
-            media_type=media_type,
-            source=dict(source or {}),
-            state="writing",
-            size_bytes=0,
-            total_bytes=0,
-            max_bytes=cap,
-            line_count=0,
-            segment_count=0,
-            created_at=now,
-            updated_at=now,
-            expires_at=now + timedelta(seconds=self.settings.default_retention_s),
-            retention_source="default",
-            retention_clamped=False,
-            lease_token=lease_token,
-            lease_expires_at=(
-                now + timedelta(seconds=self.settings.lease_seconds) if lease_token else None
-            ),
-        )
+        owner_name = owner or principal.name
         with self._write() as s:
+            policy = effective_policy(s, owner_name, self.settings.default_retention_s)
+            evicted = self.quotas.admit(s, owner_name, policy)
+            caps = [self.settings.max_artifact_bytes, max_bytes, policy.max_artifact_bytes]
+            resolved = resolve_retention(policy, now, retention)
+            row = Artifact(
+                id=new_artifact_id(int(now.timestamp() * 1000)),
+                owner=owner_name,
+                session_id=session_id,
+                kind=kind,
+                name=name,
+                media_type=media_type,
+                source=dict(source or {}),
+                state="writing",
+                size_bytes=0,
+                total_bytes=0,
+                max_bytes=min(c for c in caps if c is not None),
+                line_count=0,
+                segment_count=0,
+                created_at=now,
+                updated_at=now,
+                expires_at=resolved.expires_at,
+                retention_requested_s=resolved.requested_s,
+                retention_source=resolved.source,
+                retention_clamped=resolved.clamped,
+                lease_token=lease_token,
+                lease_expires_at=(
+                    now + timedelta(seconds=self.settings.lease_seconds) if lease_token else None
+                ),
+            )
             s.add(row)
             bump_usage(s, row.owner, 0, 1)
+            audit.record(
+                s,
+                now,
+                principal.name,
+                "create",
+                artifact_id=row.id,
+                owner=row.owner,
+                kind=kind,
+                retention=resolved.source,
+                clamped=resolved.clamped or None,
+            )
+        self._purge_all(evicted)
         return row
+
+    def _purge_all(self, artifact_ids: list[str]) -> None:
+        for artifact_id in artifact_ids:
+            try:
+                self.purge_bytes(artifact_id)
+            except StorageUnavailable:
+                pass  # the tombstone stays unpurged; the sweeper retries
 
     def _commit_segment(
         self,
         artifact_id: str,
         offset: int,
-        data: bytes | bytearray,
+        data: bytes | bytearray | memoryview,
         token: str | None,
         newlines: int | None = None,
     ) -> None:
@@ -276,6 +312,8 @@ class ArtifactStore:
                         f"{row.size_bytes} bytes",
                         current_size=row.size_bytes,
                     )
+                policy = effective_policy(s, row.owner, self.settings.default_retention_s)
+                evicted = self.quotas.admit(s, row.owner, policy, len(data), writing=row.id)
                 prev = (
                     s.get(Segment, (artifact_id, row.segment_count - 1))
                     if row.segment_count
@@ -283,7 +321,7 @@ class ArtifactStore:
                 )
                 line_offset = prev.line_offset + prev.newlines if prev else 0
                 if newlines is None:
-                    newlines = data.count(b"\n")
+                    newlines = bytes(data).count(b"\n")
                 now = self.clock.now()
                 s.add(
                     Segment(
@@ -300,7 +338,7 @@ class ArtifactStore:
                 row.size_bytes += len(data)
                 row.total_bytes = max(row.total_bytes, row.size_bytes)
                 row.segment_count += 1
-                row.line_count = line_offset + newlines + (0 if data.endswith(b"\n") else 1)
+                row.line_count = line_offset + newlines + (0 if data[len(data) - 1] == 10 else 1)
                 row.updated_at = now
                 if token is not None:
                     row.lease_expires_at = now + timedelta(seconds=self.settings.lease_seconds)
@@ -312,6 +350,7 @@ class ArtifactStore:
             except StorageUnavailable:
                 pass  # the orphan reconciler reclaims it later
             raise
+        self._purge_all(evicted)
 
     def _renew_lease(self, artifact_id: str, token: str | None) -> None:
         if token is None:
@@ -573,8 +612,109 @@ class ArtifactStore:
                 row.lease_token = None
                 row.lease_expires_at = None
                 bump_usage(s, row.owner, -freed, -1)
+                audit.record(
+                    s,
+                    now,
+                    principal.name,
+                    "delete",
+                    artifact_id=row.id,
+                    owner=row.owner,
+                    reason=reason,
+                    bytes=freed,
+                )
         self.purge_bytes(artifact_id)
         return self.get(principal, artifact_id)
+
+    def pin(
+        self, principal: Principal, artifact_id: str, reason: str | None = None
+    ) -> ArtifactInfo:
+        """Suspend expiry (and eviction) until unpinned; records who, when and why."""
+        now = self.clock.now()
+        with self._write() as s:
+            row = self._load(s, principal, artifact_id)
+            self._check_alive(row, now)
+            row.pinned_at = now
+            row.pinned_by = principal.name
+            row.pin_reason = reason
+            row.updated_at = now
+            audit.record(
+                s, now, principal.name, "pin", artifact_id=row.id, owner=row.owner, reason=reason
+            )
+        return self.get(principal, artifact_id)
+
+    def unpin(self, principal: Principal, artifact_id: str) -> ArtifactInfo:
+        """Lift a pin; the expiry the policy gave the artifact applies again."""
+        now = self.clock.now()
+        with self._write() as s:
+            row = self._load(s, principal, artifact_id)
+            if row.pinned_at is not None:
+                row.pinned_at = None
+                row.pinned_by = None
+                row.pin_reason = None
+                row.updated_at = now
+                audit.record(s, now, principal.name, "unpin", artifact_id=row.id, owner=row.owner)
+        return self.get(principal, artifact_id)
+
+    def set_retention(
+        self, principal: Principal, artifact_id: str, retention: int | Forever | None
+    ) -> ArtifactInfo:
+        """Ask for a retention (seconds from creation, "forever", or None for the
+        policy default). The answer says which level decided and if it was clamped."""
+        _check_retention(retention)
+        now = self.clock.now()
+        with self._write() as s:
+            row = self._load(s, principal, artifact_id)
+            self._check_alive(row, now)
+            policy = effective_policy(s, row.owner, self.settings.default_retention_s)
+            resolved = resolve_retention(policy, row.created_at, retention)
+            row.expires_at = resolved.expires_at
+            row.retention_requested_s = resolved.requested_s
+            row.retention_source = resolved.source
+            row.retention_clamped = resolved.clamped
+            row.updated_at = now
+            audit.record(
+                s,
+                now,
+                principal.name,
+                "retention",
+                artifact_id=row.id,
+                owner=row.owner,
+                requested=retention,
+                source=resolved.source,
+                clamped=resolved.clamped,
+                expires_at=resolved.expires_at.isoformat() if resolved.expires_at else None,
+            )
+        return self.get(principal, artifact_id)
+
+    def _check_alive(self, row: Artifact, now: datetime) -> None:
+        info = _info(row, now)
+        if info.state in GONE_STATES:
+            raise Gone(
+                f"artifact {row.id} is {info.state}",
+                reason=row.delete_reason or info.state,
+                since=row.deleted_at or row.expires_at,
+            )
+
+    def usage(self, principal: Principal) -> Sequence[dict[str, Any]]:
+        """Bytes and artifact counts per owner and state (admins: all owners)."""
+        conds = [] if principal.is_admin else [Artifact.owner == principal.name]
+        with self._read() as s:
+            rows = s.execute(
+                select(Artifact.owner, Artifact.state, func.count(), func.sum(Artifact.size_bytes))
+                .where(*conds)
+                .group_by(Artifact.owner, Artifact.state)
+                .order_by(Artifact.owner, Artifact.state)
+            ).all()
+        owners: dict[str, dict[str, Any]] = {}
+        for owner, state, count, size in rows:
+            entry = owners.setdefault(
+                owner, {"owner": owner, "bytes": 0, "artifacts": 0, "by_state": {}}
+            )
+            stored = 0 if state in GONE_STATES else int(size or 0)
+            entry["by_state"][state] = {"artifacts": int(count), "bytes": stored}
+            entry["bytes"] += stored
+            entry["artifacts"] += int(count)
+        return list(owners.values())
 
     def purge_bytes(self, artifact_id: str) -> int:
         """Remove a tombstoned artifact's blobs and segment rows; return bytes freed."""
@@ -723,6 +863,15 @@ class ArtifactStore:
         """Raise StorageUnavailable if the database or the blob backend is unusable."""
         check_database(self.engine)
         self.blobs.check()
+
+
+def _check_retention(value: object) -> None:
+    if value is None or value == "forever":
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise InvalidArgument(
+            f"retention must be a positive number of seconds or 'forever', got {value!r}"
+        )
 
 
 def _private_dir(path: Path) -> None:

@@ -17,7 +17,7 @@ def truncation_line(out: CollectedOutput, shown: int, mode: RenderMode) -> str:
     if mode == "legacy":
         return f"[output truncated; full output: {out.spill_path or '(unavailable)'}]"
     art = out.artifact
-    stored = art is not None and art.state != "failed" and not out.storage_error
+    stored = art is not None and art.state != "failed"
     parts = ["output truncated"]
     # The spill path stays right after "full output: ", as in the legacy line.
     if out.spill_path:

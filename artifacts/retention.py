@@ -1,0 +1,106 @@
+"""Retention policy resolution: which level decides an artifact's expiry, and why.
+
+Levels, most specific first: the artifact's own request, the owner's policy, the
+global policy, the server default. A request above the ceiling that applies is
+clamped to it, and the clamp is recorded (never silent). "Forever" is honoured only
+where an admin allowed it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+
+from sqlalchemy.orm import Session
+
+from artifacts.db.models import RetentionPolicy
+
+GLOBAL = "*"
+Forever = Literal["forever"]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The policy in force for one owner, merged from its row and the global row."""
+
+    default_s: int
+    default_source: str
+    max_s: int | None
+    max_source: str | None
+    allow_forever: bool
+    quota_bytes: int | None
+    max_artifact_bytes: int | None
+    over_quota: str
+
+
+@dataclass(frozen=True)
+class Resolved:
+    expires_at: datetime | None
+    seconds: int | None
+    source: str
+    clamped: bool
+    requested_s: int | None
+
+
+def effective_policy(s: Session, owner: str, server_default_s: int) -> Policy:
+    glob = s.get(RetentionPolicy, GLOBAL)
+    own = s.get(RetentionPolicy, owner) if owner != GLOBAL else None
+    if own is not None and own.default_retention_s is not None:
+        default, dsrc = own.default_retention_s, "owner default"
+    elif glob is not None and glob.default_retention_s is not None:
+        default, dsrc = glob.default_retention_s, "global default"
+    else:
+        default, dsrc = server_default_s, "server default"
+    max_s: int | None = None
+    msrc: str | None = None
+    if own is not None and own.max_retention_s is not None:
+        max_s, msrc = own.max_retention_s, "owner ceiling"
+    elif glob is not None and glob.max_retention_s is not None:
+        max_s, msrc = glob.max_retention_s, "global ceiling"
+    if max_s is not None and default > max_s:
+        default, dsrc = max_s, msrc or dsrc
+    return Policy(
+        default_s=default,
+        default_source=dsrc,
+        max_s=max_s,
+        max_source=msrc,
+        allow_forever=bool((glob and glob.allow_forever) or (own and own.allow_forever)),
+        quota_bytes=own.quota_bytes if own is not None else (glob.quota_bytes if glob else None),
+        max_artifact_bytes=(
+            own.max_artifact_bytes
+            if own is not None and own.max_artifact_bytes is not None
+            else (glob.max_artifact_bytes if glob else None)
+        ),
+        over_quota=own.over_quota if own is not None else (glob.over_quota if glob else "reject"),
+    )
+
+
+def resolve(policy: Policy, created_at: datetime, requested: int | Forever | None) -> Resolved:
+    if requested is None:
+        return Resolved(
+            created_at + timedelta(seconds=policy.default_s),
+            policy.default_s,
+            policy.default_source,
+            False,
+            None,
+        )
+    if requested == "forever":
+        if policy.allow_forever:
+            return Resolved(None, None, "requested (forever)", False, None)
+        cap = policy.max_s if policy.max_s is not None else policy.default_s
+        src = policy.max_source or policy.default_source
+        return Resolved(
+            created_at + timedelta(seconds=cap), cap, f"{src} (forever not allowed)", True, None
+        )
+    if policy.max_s is not None and requested > policy.max_s:
+        return Resolved(
+            created_at + timedelta(seconds=policy.max_s),
+            policy.max_s,
+            policy.max_source or "ceiling",
+            True,
+            requested,
+        )
+    return Resolved(
+        created_at + timedelta(seconds=requested), requested, "requested", False, requested
+    )

@@ -1,0 +1,147 @@
+"""API tokens: random secrets shown once, stored only as their SHA-256.
+
+A token maps to a principal and a role; it may expire and can be revoked. Lookups
+hash the presented secret and compare hashes, so the table never holds anything
+that could be replayed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, sessionmaker
+
+from artifacts.clock import Clock
+from artifacts.db.models import ApiToken
+from artifacts.errors import InvalidArgument, NotFound
+from artifacts.records import ROLES, Principal
+
+TOKEN_PREFIX = "ovs_"
+_LAST_USED_RESOLUTION = timedelta(seconds=60)  # avoid a write on every request
+
+
+class TokenInfo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    principal: str
+    role: str
+    label: str | None
+    created_at: datetime
+    created_by: str | None
+    expires_at: datetime | None
+    revoked_at: datetime | None
+    last_used_at: datetime | None
+
+
+class IssuedToken(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    token: str
+    info: TokenInfo
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _info(row: ApiToken) -> TokenInfo:
+    return TokenInfo(
+        id=row.id,
+        principal=row.principal,
+        role=row.role,
+        label=row.label,
+        created_at=row.created_at,
+        created_by=row.created_by,
+        expires_at=row.expires_at,
+        revoked_at=row.revoked_at,
+        last_used_at=row.last_used_at,
+    )
+
+
+class TokenStore:
+    def __init__(self, sessions: sessionmaker[Session], clock: Clock) -> None:
+        self._sessions = sessions
+        self._clock = clock
+
+    def create(
+        self,
+        principal: str,
+        role: str,
+        *,
+        label: str | None = None,
+        expires_in_s: int | None = None,
+        created_by: str | None = None,
+    ) -> IssuedToken:
+        if role not in ROLES:
+            raise InvalidArgument(f"unknown role {role!r}: one of {', '.join(ROLES)}")
+        if not principal or len(principal) > 200 or any(c.isspace() for c in principal):
+            raise InvalidArgument(
+                "principal must be 1-200 characters without spaces, e.g. agent:ci-bot"
+            )
+        if expires_in_s is not None and expires_in_s <= 0:
+            raise InvalidArgument("expires_in_s must be positive")
+        now = self._clock.now()
+        secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        row = ApiToken(
+            id="tok_" + secrets.token_hex(8),
+            token_sha256=_digest(secret),
+            principal=principal,
+            role=role,
+            label=label,
+            created_at=now,
+            created_by=created_by,
+            expires_at=now + timedelta(seconds=expires_in_s) if expires_in_s else None,
+        )
+        with self._sessions.begin() as s:
+            s.add(row)
+        return IssuedToken(token=secret, info=_info(row))
+
+    def authenticate(self, secret: str) -> Principal | None:
+        """The principal behind a presented secret, or None if unknown/expired/revoked."""
+        if not secret.startswith(TOKEN_PREFIX):
+            return None
+        now = self._clock.now()
+        with self._sessions() as s:
+            row = s.execute(
+                select(ApiToken).where(ApiToken.token_sha256 == _digest(secret))
+            ).scalar_one_or_none()
+            if row is None or row.revoked_at is not None:
+                return None
+            if row.expires_at is not None and row.expires_at <= now:
+                return None
+            principal = Principal(name=row.principal, role=row.role)  # type: ignore[arg-type]
+            stale = row.last_used_at is None or now - row.last_used_at > _LAST_USED_RESOLUTION
+            token_id = row.id
+        if stale:
+            with self._sessions.begin() as s:
+                tok = s.get(ApiToken, token_id)
+                if tok is not None:
+                    tok.last_used_at = now
+        return principal
+
+    def list(self) -> list[TokenInfo]:
+        with self._sessions() as s:
+            rows = s.execute(select(ApiToken).order_by(ApiToken.created_at)).scalars().all()
+        return [_info(r) for r in rows]
+
+    def revoke(self, token_id: str) -> TokenInfo:
+        with self._sessions.begin() as s:
+            row = s.get(ApiToken, token_id)
+            if row is None:
+                raise NotFound(f"token {token_id} not found")
+            if row.revoked_at is None:
+                row.revoked_at = self._clock.now()
+            return _info(row)
+
+    def count_active(self) -> int:
+        with self._sessions() as s:
+            return int(
+                s.execute(
+                    select(func.count()).select_from(ApiToken).where(ApiToken.revoked_at.is_(None))
+                ).scalar_one()
+            )
