@@ -1,34 +1,52 @@
-"""The ``overspill`` command. Errors become one line on stderr and a non-zero exit;
-this module is the one place that mapping lives."""
+"""The ``overspill`` command.
+
+Every verb works against the local store by default and against a server when
+``OVERSPILL_URL`` is set (``OVERSPILL_TOKEN`` authenticates). Errors become one line
+on stderr and a non-zero exit; ``main`` is the one place that mapping lives.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
+from api.backend import Backend, LocalBackend
 from api.settings import ClientSettings
 from artifacts.config import StoreSettings
 from artifacts.errors import OverspillError
-from artifacts.records import Principal
+from artifacts.records import ArtifactInfo, Principal
 from artifacts.store import ArtifactStore
 
-EXIT_USAGE = 2
 EXIT_ERROR = 1
+_PROGRESS_MIN_BYTES = 8 * 1024 * 1024
 
 
 class CliError(Exception):
     """A problem with how the command was called, reported as one line."""
 
 
+# -- where verbs go ----------------------------------------------------------------------
+
+
 def _local_store() -> ArtifactStore:
     return ArtifactStore.open(StoreSettings.load())
 
 
-def _local_principal(client: ClientSettings) -> Principal:
+def _backend(client: ClientSettings) -> Backend:
+    if client.url:
+        from api.client import OverspillClient
+
+        return OverspillClient(client.url, client.token)
     # The local CLI runs as whoever owns the data directory: it sees every owner.
-    return Principal(name=client.owner, role="admin")
+    return LocalBackend(_local_store(), Principal(name=client.owner, role="admin"))
+
+
+# -- argument helpers --------------------------------------------------------------------
 
 
 def _parse_range(value: str) -> tuple[int, int | None]:
@@ -56,8 +74,76 @@ def _parse_lines(value: str) -> tuple[int, int]:
     return start, count
 
 
+def _parse_retention(value: str) -> int | str | None:
+    if value in ("forever", "default"):
+        return None if value == "default" else value
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+    try:
+        if value[-1] in units:
+            return int(float(value[:-1]) * units[value[-1]])
+        return int(value)
+    except (ValueError, IndexError):
+        raise CliError(
+            f"retention takes seconds, 12h, 7d, 'forever' or 'default' (got {value!r})"
+        ) from None
+
+
+def _human(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{n} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+class _Progress:
+    """A one-line progress meter on stderr for long transfers (only on a terminal)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.done = 0
+        self.enabled = total >= _PROGRESS_MIN_BYTES and sys.stderr.isatty()
+        self._last = 0.0
+        self._start = time.monotonic()
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        now = time.monotonic()
+        if self.enabled and (now - self._last > 0.2 or self.done >= self.total):
+            self._last = now
+            rate = self.done / max(now - self._start, 1e-6)
+            pct = 100 * self.done / self.total if self.total else 100
+            sys.stderr.write(
+                f"\r{_human(self.done)} / {_human(self.total)} ({pct:5.1f}%, {_human(int(rate))}/s)"
+            )
+            sys.stderr.flush()
+
+    def finish(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+# -- verbs -------------------------------------------------------------------------------
+
+
 def cmd_put(args: argparse.Namespace) -> int:
     client = ClientSettings.load()
+    stdin = sys.stdin.buffer
+    chunks: Iterator[bytes] = iter(lambda: stdin.read(1024 * 1024), b"")
+    if client.url:
+        from api.client import OverspillClient
+
+        with OverspillClient(client.url, client.token) as remote:
+            info = remote.create(
+                kind=args.kind,
+                name=args.name,
+                session_id=client.session_id,
+                source={"tool": "stdin"},
+            )
+            info = remote.upload(info.id, chunks)
+        print(info.id)
+        return 0
     store = _local_store()
     writer = store.open_writer(
         Principal(name=client.owner, role="agent"),
@@ -66,18 +152,13 @@ def cmd_put(args: argparse.Namespace) -> int:
         session_id=client.session_id,
         source={"tool": "stdin"},
     )
-    stdin = sys.stdin.buffer
-    while chunk := stdin.read(1024 * 1024):
+    for chunk in chunks:
         writer.write(chunk)
     result = writer.close()
-    if result.error:
-        print(
-            f"overspill: stored {result.size_bytes} bytes, then failed: {result.error}",
-            file=sys.stderr,
-        )
-        print(result.id)
-        return EXIT_ERROR
     print(result.id)
+    if result.error:
+        print(f"overspill: stored {result.size_bytes} bytes, then: {result.error}", file=sys.stderr)
+        return EXIT_ERROR
     return 0
 
 
@@ -87,14 +168,12 @@ def cmd_cat(args: argparse.Namespace) -> int:
     byte_sel = _parse_range(args.range) if args.range else (0, None)
     if args.tail is not None and args.tail < 1:
         raise CliError("--tail takes a positive number of lines")
-    client = ClientSettings.load()
-    store = _local_store()
-    who = _local_principal(client)
+    backend = _backend(ClientSettings.load())
     out = sys.stdout.buffer
     if line_sel:
         start, count = line_sel
         while count > 0:
-            win = store.lines(who, args.id, start=start, count=count)
+            win = backend.lines(args.id, start=start, count=min(count, 10000))
             for line in win.lines:
                 out.write(line.text.encode() + b"\n")
             count -= len(win.lines)
@@ -103,52 +182,82 @@ def cmd_cat(args: argparse.Namespace) -> int:
                 break
         return 0
     if args.tail is not None:
-        out.write(store.tail(who, args.id, lines=args.tail).text.encode())
+        out.write(backend.tail(args.id, lines=args.tail).text.encode())
         return 0
-    _, content = store.open_content(who, args.id)
     start, end = byte_sel
-    for chunk in content.iter_range(start, content.size if end is None else end):
+    info = backend.get(args.id)
+    stop = info.size_bytes if end is None else min(end, info.size_bytes)
+    progress = _Progress(max(0, stop - start))
+    for chunk in backend.iter_content(args.id, start, end, follow=args.follow):
         out.write(chunk)
+        progress.advance(len(chunk))
+    progress.finish()
     out.flush()
     return 0
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
-    client = ClientSettings.load()
-    store = _local_store()
-    page = store.list(
-        _local_principal(client),
+    backend = _backend(ClientSettings.load())
+    page = backend.list(
         owner=args.owner,
         session_id=args.session,
         state=args.state,
         sort=args.sort,
         limit=args.limit,
-        include_gone=args.all,
+        include_gone=args.all or None,
+        min_size=args.min_size,
     )
     if args.json:
-        print(json.dumps([i.model_dump(mode="json") for i in page.items]))
-        return 0
-    print(f"{'ID':<31} {'SIZE':>10} {'STATE':<10} {'CREATED':<20} {'OWNER':<16} SOURCE")
-    for i in page.items:
-        cmd = str(i.source.get("command", i.name or ""))[:40]
         print(
-            f"{i.id:<31} {_human(i.size_bytes):>10} {i.state:<10} "
-            f"{i.created_at:%Y-%m-%d %H:%M:%S}  {i.owner:<16} {cmd}"
+            json.dumps(
+                {
+                    "items": [i.model_dump(mode="json") for i in page.items],
+                    "next_cursor": page.next_cursor,
+                }
+            )
         )
+        return 0
+    print(
+        f"{'ID':<31} {'SIZE':>10} {'STATE':<10} {'CREATED':<19} {'EXPIRES':<19} "
+        f"{'OWNER':<18} SOURCE"
+    )
+    for i in page.items:
+        print(_row(i))
+    if page.total_bytes is not None:
+        print(f"{len(page.items)} shown, {_human(page.total_bytes)} in all matching")
+    return 0
+
+
+def _row(i: ArtifactInfo) -> str:
+    src = i.source
+    what = str(src.get("command") or i.name or "")[:40]
+    if src.get("stream"):
+        what = f"[{src['stream']}] {what}"
+    expires = (
+        "pinned" if i.pinned else (f"{i.expires_at:%Y-%m-%d %H:%M}" if i.expires_at else "never")
+    )
+    return (
+        f"{i.id:<31} {_human(i.size_bytes):>10} {i.state:<10} {i.created_at:%Y-%m-%d %H:%M:%S} "
+        f"{expires:<19} {i.owner:<18} {what}"
+    )
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    info = _backend(ClientSettings.load()).get(args.id)
+    print(info.model_dump_json(indent=2))
     return 0
 
 
 def cmd_grep(args: argparse.Namespace) -> int:
-    client = ClientSettings.load()
-    store = _local_store()
-    res = store.grep(
-        _local_principal(client),
+    backend = _backend(ClientSettings.load())
+    res = backend.grep(
         args.id,
         args.pattern,
         ignore_case=args.ignore_case,
         fixed=args.fixed_strings,
         context=args.context,
         max_matches=args.max_count,
+        offset=args.offset,
     )
     if args.json:
         print(res.model_dump_json())
@@ -161,22 +270,40 @@ def cmd_grep(args: argparse.Namespace) -> int:
             print(f"{ln.number}-{ln.text}")
     if res.truncated:
         print(
-            f"[more matches may follow; continue with --offset {res.next_offset}]", file=sys.stderr
+            f"overspill: more may follow; continue with --offset {res.next_offset}", file=sys.stderr
         )
     return 0 if res.matches else 1
 
 
 def cmd_rm(args: argparse.Namespace) -> int:
-    client = ClientSettings.load()
-    store = _local_store()
+    backend = _backend(ClientSettings.load())
     for art in args.ids:
-        store.delete(_local_principal(client), art)
+        backend.delete(art)
         print(f"deleted {art}")
+    return 0
+
+
+def cmd_pin(args: argparse.Namespace) -> int:
+    backend = _backend(ClientSettings.load())
+    info = backend.unpin(args.id) if args.unpin else backend.pin(args.id, args.reason)
+    if info.pinned:
+        print(f"pinned {info.id} (by {info.pinned_by}: {info.pin_reason or 'no reason given'})")
+    else:
+        print(f"unpinned {info.id}; expires {info.expires_at or 'never'} ({info.retention_source})")
+    return 0
+
+
+def cmd_retain(args: argparse.Namespace) -> int:
+    backend = _backend(ClientSettings.load())
+    info = backend.set_retention(args.id, _parse_retention(args.retention))
+    clamp = " (clamped)" if info.retention_clamped else ""
+    print(f"{info.id} expires {info.expires_at or 'never'}: {info.retention_source}{clamp}")
     return 0
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from shell import ExecRequest, Executor, ShellSettings, StoreSink
+    from shell.sink import OutputSink
 
     command = list(args.command)
     if command and command[0] == "--":
@@ -185,33 +312,85 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError("run needs a command: overspill run [OPTIONS] -- COMMAND...")
     shell_settings = ShellSettings.load()
     client = ClientSettings.load()
-    sink = StoreSink(
-        _local_store,
-        Principal(name=client.owner, role="agent"),
-        session_id=client.session_id,
-        max_bytes=shell_settings.artifact_max_bytes,
-    )
-    executor = Executor(shell_settings, sink)
+    sink: OutputSink
+    if client.url:
+        from api.client import OverspillClient, RemoteSink
+
+        sink = RemoteSink(
+            OverspillClient(client.url, client.token),
+            session_id=client.session_id,
+            max_bytes=shell_settings.artifact_max_bytes,
+        )
+    else:
+        sink = StoreSink(
+            _local_store,
+            Principal(name=client.owner, role="agent"),
+            session_id=client.session_id,
+            max_bytes=shell_settings.artifact_max_bytes,
+        )
     request = ExecRequest(
         command=command[0] if len(command) == 1 else " ".join(command),
         workdir=args.cwd,
         timeout_ms=args.timeout_ms,
         max_output_bytes=args.max_output_bytes,
     )
-    result = executor.run(request)
+    result = Executor(shell_settings, sink).run(request)
     if args.json:
         print(json.dumps(result.contract_json()))
     else:
-        sys.stdout.write(result.text)
-        if not result.text.endswith("\n"):
-            sys.stdout.write("\n")
+        sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
     if result.timed_out:
         return 124
     if result.signal:
-        import signal as _signal
-
-        return 128 + int(_signal.Signals[result.signal])
+        try:
+            return 128 + int(signal.Signals[result.signal])
+        except KeyError:
+            return 128
     return result.exit_code or 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from api.server import serve
+
+    return serve(args.host, args.port)
+
+
+def cmd_token(args: argparse.Namespace) -> int:
+    backend = _backend(ClientSettings.load())
+    if args.token_verb == "create":
+        issued = backend.create_token(
+            args.principal, args.role, label=args.label, expires_in_s=args.expires_in
+        )
+        print(
+            f"token {issued.info.id} for {issued.info.principal} ({issued.info.role}); shown once:",
+            file=sys.stderr,
+        )
+        print(issued.token)
+    elif args.token_verb == "list":
+        for t in backend.list_tokens():
+            status = "revoked" if t.revoked_at else "active"
+            used = f"{t.last_used_at:%Y-%m-%d %H:%M}" if t.last_used_at else "never"
+            print(
+                f"{t.id:<22} {t.principal:<24} {t.role:<6} {status:<8} last used {used}"
+                f"{'  ' + t.label if t.label else ''}"
+            )
+    else:
+        backend.revoke_token(args.id)
+        print(f"revoked {args.id}")
+    return 0
+
+
+def cmd_usage(args: argparse.Namespace) -> int:
+    rows = _backend(ClientSettings.load()).usage()
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    for row in rows:
+        states = ", ".join(f"{k} {v['artifacts']}" for k, v in row["by_state"].items())
+        print(
+            f"{row['owner']:<24} {_human(row['bytes']):>10} {row['artifacts']:>7} artifacts ({states})"
+        )
+    return 0
 
 
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
@@ -225,57 +404,19 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
-def _human(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
+# -- the parser ----------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (and exit 2), like every other error."""
+
+    def error(self, message: str) -> Any:
+        self.exit(2, f"overspill: {message} (see {self.prog} --help)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="overspill", description="Artifacts for oversized tool output."
-    )
-    sub = p.add_subparsers(dest="verb", required=True, metavar="VERB")
-
-    put = sub.add_parser("put", help="store standard input as an artifact; print its id")
-    put.add_argument("--name")
-    put.add_argument("--kind", default="output")
-    put.set_defaults(func=cmd_put)
-
-    cat = sub.add_parser("cat", help="write an artifact's bytes (or part) to stdout")
-    cat.add_argument("id")
-    sel = cat.add_mutually_exclusive_group()
-    sel.add_argument("--range", help="bytes START-END (END exclusive) or START-")
-    sel.add_argument("--lines", help="lines START:COUNT (1-based)")
-    sel.add_argument("--tail", type=int, help="the last N lines")
-    cat.set_defaults(func=cmd_cat)
-
-    ls = sub.add_parser("ls", help="list artifacts")
-    ls.add_argument("--owner")
-    ls.add_argument("--session")
-    ls.add_argument("--state")
-    ls.add_argument("--sort", choices=["created", "size"], default="created")
-    ls.add_argument("--limit", type=int, default=50)
-    ls.add_argument("--all", action="store_true", help="include expired and deleted")
-    ls.add_argument("--json", action="store_true")
-    ls.set_defaults(func=cmd_ls)
-
-    grep = sub.add_parser("grep", help="search an artifact (linear-time regex)")
-    grep.add_argument("id")
-    grep.add_argument("pattern")
-    grep.add_argument("-i", "--ignore-case", action="store_true")
-    grep.add_argument("-F", "--fixed-strings", action="store_true")
-    grep.add_argument("-C", "--context", type=int, default=0)
-    grep.add_argument("-m", "--max-count", type=int, default=100)
-    grep.add_argument("--json", action="store_true")
-    grep.set_defaults(func=cmd_grep)
-
-    rm = sub.add_parser("rm", help="delete artifacts (a tombstone remains)")
-    rm.add_argument("ids", nargs="+")
-    rm.set_defaults(func=cmd_rm)
+    p = _Parser(prog="overspill", description="Artifacts for oversized tool output.")
+    sub = p.add_subparsers(dest="verb", required=True, metavar="VERB", parser_class=_Parser)
 
     run = sub.add_parser("run", help="run a command through the executor")
     run.add_argument("--json", action="store_true", help="print the result object")
@@ -285,21 +426,99 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("command", nargs=argparse.REMAINDER)
     run.set_defaults(func=cmd_run)
 
+    serve = sub.add_parser("serve", help="serve the HTTP API and web UI")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8765)
+    serve.set_defaults(func=cmd_serve)
+
+    put = sub.add_parser("put", help="store standard input as an artifact; print its id")
+    put.add_argument("--name")
+    put.add_argument("--kind", default="output")
+    put.set_defaults(func=cmd_put)
+
+    ls = sub.add_parser("ls", help="list artifacts")
+    ls.add_argument("--owner")
+    ls.add_argument("--session")
+    ls.add_argument("--state")
+    ls.add_argument("--min-size", type=int)
+    ls.add_argument("--sort", choices=["created", "size"], default="created")
+    ls.add_argument("--limit", type=int, default=50)
+    ls.add_argument("--all", action="store_true", help="include expired and deleted")
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=cmd_ls)
+
+    info = sub.add_parser("info", help="an artifact's metadata as JSON")
+    info.add_argument("id")
+    info.set_defaults(func=cmd_info)
+
+    cat = sub.add_parser("cat", help="write an artifact's bytes (or part) to stdout")
+    cat.add_argument("id")
+    sel = cat.add_mutually_exclusive_group()
+    sel.add_argument("--range", help="bytes START-END (END exclusive) or START-")
+    sel.add_argument("--lines", help="lines START:COUNT (1-based)")
+    sel.add_argument("--tail", type=int, help="the last N lines")
+    cat.add_argument("--follow", action="store_true", help="keep going while it is written")
+    cat.set_defaults(func=cmd_cat)
+
+    grep = sub.add_parser("grep", help="search an artifact (linear-time regex)")
+    grep.add_argument("id")
+    grep.add_argument("pattern")
+    grep.add_argument("-i", "--ignore-case", action="store_true")
+    grep.add_argument("-F", "--fixed-strings", action="store_true")
+    grep.add_argument("-C", "--context", type=int, default=0)
+    grep.add_argument("-m", "--max-count", type=int, default=100)
+    grep.add_argument("--offset", type=int, default=0, help="resume a scan at this byte")
+    grep.add_argument("--json", action="store_true")
+    grep.set_defaults(func=cmd_grep)
+
+    rm = sub.add_parser("rm", help="delete artifacts (a tombstone remains)")
+    rm.add_argument("ids", nargs="+")
+    rm.set_defaults(func=cmd_rm)
+
+    pin = sub.add_parser("pin", help="pin an artifact so it never expires (--unpin lifts it)")
+    pin.add_argument("id")
+    pin.add_argument("--reason")
+    pin.add_argument("--unpin", action="store_true")
+    pin.set_defaults(func=cmd_pin)
+
+    retain = sub.add_parser("retain", help="ask for an artifact's retention (7d, 12h, forever)")
+    retain.add_argument("id")
+    retain.add_argument("retention")
+    retain.set_defaults(func=cmd_retain)
+
+    usage = sub.add_parser("usage", help="bytes and counts by owner and state")
+    usage.add_argument("--json", action="store_true")
+    usage.set_defaults(func=cmd_usage)
+
+    token = sub.add_parser("token", help="API tokens")
+    tsub = token.add_subparsers(
+        dest="token_verb", required=True, metavar="ACTION", parser_class=_Parser
+    )
+    tc = tsub.add_parser("create", help="issue a token (printed alone on the last line)")
+    tc.add_argument("--principal", required=True)
+    tc.add_argument("--role", choices=["agent", "user", "admin"], default="agent")
+    tc.add_argument("--label")
+    tc.add_argument("--expires-in", type=int, help="seconds")
+    tsub.add_parser("list", help="list tokens")
+    tr = tsub.add_parser("revoke", help="revoke a token")
+    tr.add_argument("id")
+    token.set_defaults(func=cmd_token)
+
     db = sub.add_parser("db", help="database maintenance")
-    dbsub = db.add_subparsers(dest="db_verb", required=True, metavar="ACTION")
+    dbsub = db.add_subparsers(dest="db_verb", required=True, metavar="ACTION", parser_class=_Parser)
     up = dbsub.add_parser("upgrade", help="apply schema migrations")
     up.set_defaults(func=cmd_db_upgrade)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)
     except (OverspillError, CliError, ValueError, RuntimeError) as exc:
-        print(f"overspill: {exc}", file=sys.stderr)
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"overspill: {message}", file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:
         return 0

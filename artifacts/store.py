@@ -45,6 +45,7 @@ from artifacts.errors import (
     InvalidRange,
     NotFound,
     OffsetConflict,
+    QuotaExceeded,
     StorageUnavailable,
 )
 from artifacts.ids import check_artifact_id, new_artifact_id
@@ -254,9 +255,9 @@ class ArtifactStore:
                 retention_source=resolved.source,
                 retention_clamped=resolved.clamped,
                 lease_token=lease_token,
-                lease_expires_at=(
-                    now + timedelta(seconds=self.settings.lease_seconds) if lease_token else None
-                ),
+                # Uploads over HTTP hold no token but do hold a lease: every append
+                # renews it, and a client that vanishes leaves an incomplete artifact.
+                lease_expires_at=now + timedelta(seconds=self.settings.lease_seconds),
             )
             s.add(row)
             bump_usage(s, row.owner, 0, 1)
@@ -340,7 +341,7 @@ class ArtifactStore:
                 row.segment_count += 1
                 row.line_count = line_offset + newlines + (0 if data[len(data) - 1] == 10 else 1)
                 row.updated_at = now
-                if token is not None:
+                if row.lease_expires_at is not None:
                     row.lease_expires_at = now + timedelta(seconds=self.settings.lease_seconds)
                 bump_usage(s, row.owner, len(data), 0)
         except BaseException:
@@ -353,16 +354,18 @@ class ArtifactStore:
         self._purge_all(evicted)
 
     def _renew_lease(self, artifact_id: str, token: str | None) -> None:
-        if token is None:
-            return
         now = self.clock.now()
+        same_writer = (
+            Artifact.lease_token == token if token is not None else Artifact.lease_token.is_(None)
+        )
         with self._write() as s:
             s.execute(
                 update(Artifact)
                 .where(
                     Artifact.id == artifact_id,
-                    Artifact.lease_token == token,
+                    same_writer,
                     Artifact.state == "writing",
+                    Artifact.lease_expires_at.is_not(None),
                 )
                 .values(lease_expires_at=now + timedelta(seconds=self.settings.lease_seconds))
             )
@@ -397,10 +400,9 @@ class ArtifactStore:
             row.lease_token = None
             row.lease_expires_at = None
 
-    def append(
-        self, principal: Principal, artifact_id: str, offset: int, chunks: Iterator[bytes]
-    ) -> ArtifactInfo:
-        """Append a stream at an explicit offset (HTTP PATCH). Offset mismatch -> 409."""
+    def attach_writer(self, principal: Principal, artifact_id: str, offset: int) -> ArtifactWriter:
+        """A writer appending to an existing ``writing`` artifact at ``offset``
+        (HTTP uploads). Offset mismatch raises OffsetConflict with the current size."""
         info = self.get(principal, artifact_id)
         if info.state != "writing":
             raise Conflict(f"artifact {artifact_id} is {info.state}; appends need state writing")
@@ -409,15 +411,31 @@ class ArtifactStore:
                 f"append at offset {offset} but artifact has {info.size_bytes} bytes",
                 current_size=info.size_bytes,
             )
-        writer = self._writer(artifact_id, None, info.max_bytes, start=offset)
+        return self._writer(artifact_id, None, info.max_bytes, start=offset)
+
+    def end_append(self, writer: ArtifactWriter, offset: int) -> None:
+        """Publish what an attached writer holds without finishing the artifact."""
         try:
-            for chunk in chunks:
-                writer.write(chunk)
             writer.flush()
         finally:
             writer.abandon()
         if writer.capped:
-            self._mark_total(artifact_id, offset + writer.total_bytes)
+            self._mark_total(writer.id, offset + writer.total_bytes)
+        if writer.stopped:
+            raise QuotaExceeded(writer.stopped)
+
+    def append(
+        self, principal: Principal, artifact_id: str, offset: int, chunks: Iterator[bytes]
+    ) -> ArtifactInfo:
+        """Append a stream at an explicit offset (HTTP PATCH). Offset mismatch -> 409.
+        An empty append only renews the upload's lease."""
+        writer = self.attach_writer(principal, artifact_id, offset)
+        try:
+            for chunk in chunks:
+                writer.write(chunk)
+        finally:
+            self.end_append(writer, offset)
+        self._renew_lease(artifact_id, None)
         return self.get(principal, artifact_id)
 
     def _mark_total(self, artifact_id: str, total: int) -> None:
@@ -426,17 +444,35 @@ class ArtifactStore:
             if row is not None and total > row.total_bytes:
                 row.total_bytes = total
 
-    def complete(self, principal: Principal, artifact_id: str) -> ArtifactInfo:
-        """Finish an HTTP-uploaded artifact: compute its sha256 and mark it final."""
+    def complete(
+        self,
+        principal: Principal,
+        artifact_id: str,
+        *,
+        total_bytes: int | None = None,
+        source_update: dict[str, Any] | None = None,
+        error: str | None = None,
+    ) -> ArtifactInfo:
+        """Finish an HTTP-uploaded artifact: compute its sha256 (one bounded pass over
+        what is stored) and mark it final. ``total_bytes`` beyond the stored size
+        (the producer saw more than the cap) makes it ``capped``."""
         info = self.get(principal, artifact_id)
         if info.state != "writing":
             raise Conflict(f"artifact {artifact_id} is already {info.state}")
+        if total_bytes is not None and total_bytes < info.size_bytes:
+            raise InvalidArgument(
+                f"total_bytes {total_bytes} is less than the {info.size_bytes} bytes stored"
+            )
+        total = max(total_bytes or 0, info.total_bytes, info.size_bytes)
+        if error:
+            self._finish(artifact_id, None, "failed", total, None, error, source_update)
+            return self.get(principal, artifact_id)
         content = self._content(info)
         digest = hashlib.sha256()
         for chunk in content.iter_range(0, content.size):
             digest.update(chunk)
-        state = "capped" if info.total_bytes > info.size_bytes else "complete"
-        self._finish(artifact_id, None, state, info.total_bytes, digest.hexdigest(), None)
+        state = "capped" if total > info.size_bytes else "complete"
+        self._finish(artifact_id, None, state, total, digest.hexdigest(), None, source_update)
         return self.get(principal, artifact_id)
 
     # -- metadata --------------------------------------------------------------------

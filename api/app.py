@@ -1,0 +1,60 @@
+"""The FastAPI application factory. The store is handed in (or built from settings
+in the lifespan), never created at import time."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request, Response
+
+from api import errors, routes_admin, routes_artifacts, routes_ops
+from api.metrics import Metrics
+from artifacts.config import StoreSettings
+from artifacts.store import ArtifactStore
+
+
+def create_app(
+    store: ArtifactStore | None = None, settings: StoreSettings | None = None
+) -> FastAPI:
+    owns_store = store is None
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if app.state.store is None:
+            app.state.store = ArtifactStore.open(settings or StoreSettings.load())
+        yield
+        if owns_store and app.state.store is not None:
+            app.state.store.close()
+
+    app = FastAPI(
+        title="overspill",
+        version="0.1.0",
+        description="Artifacts for the oversized output of agent tools. Authenticate with "
+        "`Authorization: Bearer <token>`; another owner's artifact answers 404.",
+        lifespan=lifespan,
+    )
+    app.state.store = store
+    app.state.metrics = Metrics()
+    errors.install(app)
+    app.include_router(routes_artifacts.router)
+    app.include_router(routes_admin.router)
+    app.include_router(routes_ops.router)
+
+    @app.middleware("http")
+    async def _measure(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        started = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        path = getattr(route, "path", "unmatched")
+        m: Metrics = request.app.state.metrics
+        m.requests.labels(request.method, path, str(response.status_code)).inc()
+        m.latency.labels(path).observe(time.perf_counter() - started)
+        if response.status_code == 503:
+            m.storage_errors.inc()
+        return response
+
+    return app

@@ -1,0 +1,149 @@
+"""What the CLI and the model tools talk to: the local store, or a server.
+
+``LocalBackend`` gives the store the same method names and shapes as
+``OverspillClient``, so every verb is written once and works both ways.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterator
+from typing import Any, Protocol
+
+from artifacts.records import (
+    ArtifactInfo,
+    ArtifactPage,
+    GrepResult,
+    LineWindow,
+    Principal,
+    TailWindow,
+    TextWindow,
+)
+from artifacts.store import ArtifactStore
+from artifacts.tokens import IssuedToken, TokenInfo
+
+
+class Backend(Protocol):
+    def get(self, artifact_id: str) -> ArtifactInfo: ...
+    def list(self, **filters: Any) -> ArtifactPage: ...
+    def delete(self, artifact_id: str) -> ArtifactInfo: ...
+    def pin(self, artifact_id: str, reason: str | None = None) -> ArtifactInfo: ...
+    def unpin(self, artifact_id: str) -> ArtifactInfo: ...
+    def set_retention(self, artifact_id: str, retention: int | str | None) -> ArtifactInfo: ...
+    def iter_content(
+        self, artifact_id: str, start: int = 0, end: int | None = None, *, follow: bool = False
+    ) -> Iterator[bytes]: ...
+    def text(self, artifact_id: str, offset: int = 0, limit: int = 65536) -> TextWindow: ...
+    def lines(self, artifact_id: str, start: int = 1, count: int = 100) -> LineWindow: ...
+    def tail(
+        self, artifact_id: str, *, lines: int | None = None, nbytes: int | None = None
+    ) -> TailWindow: ...
+    def grep(
+        self,
+        artifact_id: str,
+        pattern: str,
+        *,
+        ignore_case: bool = False,
+        fixed: bool = False,
+        context: int = 0,
+        max_matches: int = 100,
+        offset: int = 0,
+    ) -> GrepResult: ...
+    def usage(self) -> builtins.list[dict[str, Any]]: ...
+    def create_token(
+        self,
+        principal: str,
+        role: str,
+        *,
+        label: str | None = None,
+        expires_in_s: int | None = None,
+    ) -> IssuedToken: ...
+    def list_tokens(self) -> builtins.list[TokenInfo]: ...
+    def revoke_token(self, token_id: str) -> TokenInfo: ...
+
+
+class LocalBackend:
+    def __init__(self, store: ArtifactStore, principal: Principal) -> None:
+        self.store = store
+        self.principal = principal
+
+    def get(self, artifact_id: str) -> ArtifactInfo:
+        return self.store.get(self.principal, artifact_id)
+
+    def list(self, **filters: Any) -> ArtifactPage:
+        order = filters.pop("order", "desc")
+        return self.store.list(
+            self.principal, descending=order == "desc", with_total=True, **filters
+        )
+
+    def delete(self, artifact_id: str) -> ArtifactInfo:
+        return self.store.delete(self.principal, artifact_id)
+
+    def pin(self, artifact_id: str, reason: str | None = None) -> ArtifactInfo:
+        return self.store.pin(self.principal, artifact_id, reason)
+
+    def unpin(self, artifact_id: str) -> ArtifactInfo:
+        return self.store.unpin(self.principal, artifact_id)
+
+    def set_retention(self, artifact_id: str, retention: int | str | None) -> ArtifactInfo:
+        return self.store.set_retention(self.principal, artifact_id, retention)  # type: ignore[arg-type]
+
+    def iter_content(
+        self, artifact_id: str, start: int = 0, end: int | None = None, *, follow: bool = False
+    ) -> Iterator[bytes]:
+        _, content = self.store.open_content(self.principal, artifact_id)
+        return content.iter_range(start, content.size if end is None else end)
+
+    def text(self, artifact_id: str, offset: int = 0, limit: int = 65536) -> TextWindow:
+        return self.store.text(self.principal, artifact_id, offset, limit)
+
+    def lines(self, artifact_id: str, start: int = 1, count: int = 100) -> LineWindow:
+        return self.store.lines(self.principal, artifact_id, start, count)
+
+    def tail(
+        self, artifact_id: str, *, lines: int | None = None, nbytes: int | None = None
+    ) -> TailWindow:
+        return self.store.tail(self.principal, artifact_id, lines=lines, nbytes=nbytes)
+
+    def grep(
+        self,
+        artifact_id: str,
+        pattern: str,
+        *,
+        ignore_case: bool = False,
+        fixed: bool = False,
+        context: int = 0,
+        max_matches: int = 100,
+        offset: int = 0,
+    ) -> GrepResult:
+        return self.store.grep(
+            self.principal,
+            artifact_id,
+            pattern,
+            ignore_case=ignore_case,
+            fixed=fixed,
+            context=context,
+            max_matches=max_matches,
+            offset=offset,
+        )
+
+    def usage(self) -> builtins.list[dict[str, Any]]:
+        return list(self.store.usage(self.principal))
+
+    def create_token(
+        self,
+        principal: str,
+        role: str,
+        *,
+        label: str | None = None,
+        expires_in_s: int | None = None,
+    ) -> IssuedToken:
+        return self.store.tokens.create(
+            principal, role, label=label, expires_in_s=expires_in_s, created_by=self.principal.name
+        )
+
+    def list_tokens(self) -> builtins.list[TokenInfo]:
+        return self.store.tokens.list()
+
+    def revoke_token(self, token_id: str) -> TokenInfo:
+        return self.store.tokens.revoke(token_id)

@@ -1,0 +1,390 @@
+"""HTTP client for the overspill API, and the executor's remote sink.
+
+Error bodies come back as the same exception classes the store raises, so a caller
+(the CLI, the model tools) handles a remote store exactly like a local one.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from artifacts.errors import (
+    Conflict,
+    Gone,
+    InvalidArgument,
+    InvalidRange,
+    NotFound,
+    OffsetConflict,
+    OverspillError,
+    PermissionDenied,
+    QuotaExceeded,
+    StorageUnavailable,
+)
+from artifacts.records import (
+    ArtifactInfo,
+    ArtifactPage,
+    GrepResult,
+    LineWindow,
+    TailWindow,
+    TextWindow,
+)
+from artifacts.tokens import IssuedToken, TokenInfo
+from artifacts.writer import ArtifactWriter
+from shell.results import ArtifactRef
+
+_BY_CODE: dict[str, type[OverspillError]] = {
+    "not_found": NotFound,
+    "invalid_argument": InvalidArgument,
+    "invalid_request": InvalidArgument,
+    "invalid_range": InvalidRange,
+    "range_not_satisfiable": InvalidRange,
+    "conflict": Conflict,
+    "quota_exceeded": QuotaExceeded,
+    "permission_denied": PermissionDenied,
+    "forbidden": PermissionDenied,
+    "unauthorized": PermissionDenied,
+    "storage_unavailable": StorageUnavailable,
+}
+
+
+class OverspillClient:
+    def __init__(
+        self,
+        url: str,
+        token: str | None,
+        *,
+        timeout: float = 60.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.url = url.rstrip("/")
+        self._http = httpx.Client(
+            base_url=self.url, headers=headers, timeout=timeout, transport=transport
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> OverspillClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- plumbing --------------------------------------------------------------------
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise StorageUnavailable(f"overspill server {self.url} unreachable: {exc}") from None
+        if response.status_code >= 400:
+            raise _error(response)
+        return response
+
+    def _json(self, method: str, path: str, **kwargs: Any) -> Any:
+        return self._request(method, path, **kwargs).json()
+
+    # -- artifacts -------------------------------------------------------------------
+
+    def create(self, **fields: Any) -> ArtifactInfo:
+        body = {k: v for k, v in fields.items() if v is not None}
+        return ArtifactInfo.model_validate(self._json("POST", "/v1/artifacts", json=body))
+
+    def upload(
+        self, artifact_id: str, chunks: Iterable[bytes], *, complete: bool = True
+    ) -> ArtifactInfo:
+        return ArtifactInfo.model_validate(
+            self._json(
+                "PUT",
+                f"/v1/artifacts/{artifact_id}/content",
+                content=_iter(chunks),
+                params={"complete": str(complete).lower()},
+            )
+        )
+
+    def append(self, artifact_id: str, offset: int, data: bytes) -> ArtifactInfo:
+        return ArtifactInfo.model_validate(
+            self._json(
+                "PATCH",
+                f"/v1/artifacts/{artifact_id}/content",
+                content=data,
+                params={"offset": offset},
+            )
+        )
+
+    def complete(
+        self,
+        artifact_id: str,
+        *,
+        total_bytes: int | None = None,
+        source: dict[str, Any] | None = None,
+        error: str | None = None,
+    ) -> ArtifactInfo:
+        body: dict[str, Any] = {"source": source or {}}
+        if total_bytes is not None:
+            body["total_bytes"] = total_bytes
+        if error:
+            body["error"] = error[:2000]
+        return ArtifactInfo.model_validate(
+            self._json("POST", f"/v1/artifacts/{artifact_id}/complete", json=body)
+        )
+
+    def get(self, artifact_id: str) -> ArtifactInfo:
+        return ArtifactInfo.model_validate(self._json("GET", f"/v1/artifacts/{artifact_id}"))
+
+    def list(self, **filters: Any) -> ArtifactPage:
+        params = {k: _param(v) for k, v in filters.items() if v is not None}
+        return ArtifactPage.model_validate(self._json("GET", "/v1/artifacts", params=params))
+
+    def delete(self, artifact_id: str) -> ArtifactInfo:
+        return ArtifactInfo.model_validate(self._json("DELETE", f"/v1/artifacts/{artifact_id}"))
+
+    def pin(self, artifact_id: str, reason: str | None = None) -> ArtifactInfo:
+        return ArtifactInfo.model_validate(
+            self._json("PUT", f"/v1/artifacts/{artifact_id}/pin", json={"reason": reason})
+        )
+
+    def unpin(self, artifact_id: str) -> ArtifactInfo:
+        return ArtifactInfo.model_validate(self._json("DELETE", f"/v1/artifacts/{artifact_id}/pin"))
+
+    def set_retention(self, artifact_id: str, retention: int | str | None) -> ArtifactInfo:
+        return ArtifactInfo.model_validate(
+            self._json("PATCH", f"/v1/artifacts/{artifact_id}", json={"retention": retention})
+        )
+
+    def iter_content(
+        self, artifact_id: str, start: int = 0, end: int | None = None, *, follow: bool = False
+    ) -> Iterator[bytes]:
+        """Stream bytes [start, end) (end exclusive; None: to the end)."""
+        headers = {}
+        if start or end is not None:
+            headers["Range"] = f"bytes={start}-{'' if end is None else end - 1}"
+        params = {"follow": "true"} if follow else {}
+        try:
+            with self._http.stream(
+                "GET", f"/v1/artifacts/{artifact_id}/content", headers=headers, params=params
+            ) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise _error(response)
+                yield from response.iter_bytes()
+        except httpx.HTTPError as exc:
+            raise StorageUnavailable(f"overspill server {self.url} unreachable: {exc}") from None
+
+    def text(self, artifact_id: str, offset: int = 0, limit: int = 65536) -> TextWindow:
+        return TextWindow.model_validate(
+            self._json(
+                "GET",
+                f"/v1/artifacts/{artifact_id}/text",
+                params={"offset": offset, "limit": limit},
+            )
+        )
+
+    def lines(self, artifact_id: str, start: int = 1, count: int = 100) -> LineWindow:
+        return LineWindow.model_validate(
+            self._json(
+                "GET", f"/v1/artifacts/{artifact_id}/lines", params={"start": start, "count": count}
+            )
+        )
+
+    def tail(
+        self, artifact_id: str, *, lines: int | None = None, nbytes: int | None = None
+    ) -> TailWindow:
+        params = {"lines": lines} if lines is not None else {"bytes": nbytes}
+        return TailWindow.model_validate(
+            self._json("GET", f"/v1/artifacts/{artifact_id}/tail", params=params)
+        )
+
+    def grep(
+        self,
+        artifact_id: str,
+        pattern: str,
+        *,
+        ignore_case: bool = False,
+        fixed: bool = False,
+        context: int = 0,
+        max_matches: int = 100,
+        offset: int = 0,
+    ) -> GrepResult:
+        params = {
+            "pattern": pattern,
+            "ignore_case": ignore_case,
+            "fixed": fixed,
+            "context": context,
+            "max_matches": max_matches,
+            "offset": offset,
+        }
+        return GrepResult.model_validate(
+            self._json(
+                "GET",
+                f"/v1/artifacts/{artifact_id}/grep",
+                params={k: _param(v) for k, v in params.items()},
+            )
+        )
+
+    # -- admin -----------------------------------------------------------------------
+
+    def usage(self) -> builtins.list[dict[str, Any]]:
+        result: list[dict[str, Any]] = self._json("GET", "/v1/admin/usage")
+        return result
+
+    def create_token(
+        self,
+        principal: str,
+        role: str,
+        *,
+        label: str | None = None,
+        expires_in_s: int | None = None,
+    ) -> IssuedToken:
+        body = {"principal": principal, "role": role, "label": label, "expires_in_s": expires_in_s}
+        return IssuedToken.model_validate(
+            self._json(
+                "POST", "/v1/admin/tokens", json={k: v for k, v in body.items() if v is not None}
+            )
+        )
+
+    def list_tokens(self) -> builtins.list[TokenInfo]:
+        return [TokenInfo.model_validate(t) for t in self._json("GET", "/v1/admin/tokens")]
+
+    def revoke_token(self, token_id: str) -> TokenInfo:
+        return TokenInfo.model_validate(self._json("DELETE", f"/v1/admin/tokens/{token_id}"))
+
+
+def _iter(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    yield from chunks
+
+
+def _param(value: Any) -> Any:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def _error(response: httpx.Response) -> OverspillError:
+    try:
+        err = response.json()["error"]
+        code, message = str(err.get("code")), str(err.get("message"))
+    except (ValueError, KeyError, TypeError):
+        return StorageUnavailable(
+            f"HTTP {response.status_code} from the server: {response.text[:200]}"
+        )
+    if code == "offset_conflict":
+        return OffsetConflict(message, current_size=int(err.get("current_size", 0)))
+    if code == "gone":
+        since = err.get("since")
+        return Gone(
+            message,
+            reason=str(err.get("reason")),
+            since=datetime.fromisoformat(since) if since else None,
+        )
+    return _BY_CODE.get(code, OverspillError)(message)
+
+
+class RemoteSink:
+    """The executor's sink over HTTP: an executor in a sandbox needs only a URL and
+    a token. The same ArtifactWriter as in-process does the buffering, time-based
+    flushing and lease renewal; its segments become offset-checked PATCHes."""
+
+    def __init__(
+        self,
+        client: OverspillClient,
+        *,
+        session_id: str | None = None,
+        max_bytes: int | None = None,
+        segment_bytes: int = 4 * 1024 * 1024,
+        flush_interval_s: float = 1.0,
+    ) -> None:
+        self._client = client
+        self._session_id = session_id
+        self._max_bytes = max_bytes
+        self._segment_bytes = segment_bytes
+        self._flush_interval = flush_interval_s
+
+    def open(self, *, stream: str, source: dict[str, Any]) -> _RemoteStream:
+        info = self._client.create(
+            kind="output",
+            name=f"{source.get('tool', 'bash')} {stream}",
+            session_id=self._session_id,
+            source=source,
+            max_bytes=self._max_bytes,
+        )
+        return _RemoteStream(self._client, info, self._segment_bytes, self._flush_interval)
+
+
+class _RemoteStream:
+    def __init__(
+        self, client: OverspillClient, info: ArtifactInfo, segment_bytes: int, flush_interval: float
+    ) -> None:
+        self._client = client
+        self._id = info.id
+        self._source_update: dict[str, Any] = {}
+        self._writer = ArtifactWriter(
+            info.id,
+            max_bytes=info.max_bytes,
+            segment_bytes=segment_bytes,
+            flush_interval=flush_interval,
+            lease_seconds=15.0,
+            commit=lambda offset, data, _n: self._append(offset, bytes(data)),
+            renew=self._renew,
+            finish=self._finish,
+        )
+
+    @property
+    def artifact_id(self) -> str:
+        return self._id
+
+    def _append(self, offset: int, data: bytes) -> None:
+        self._client.append(self._id, offset, data)
+
+    def _renew(self) -> None:
+        # An empty append at the current size renews the server-side lease.
+        writer = getattr(self, "_writer", None)
+        if writer is not None:
+            self._append(writer.stored_bytes, b"")
+
+    def _finish(
+        self,
+        state: str,
+        size: int,
+        total: int,
+        sha: str | None,
+        error: str | None,
+        source_update: dict[str, Any] | None,
+    ) -> None:
+        self._client.complete(self._id, total_bytes=total, source=source_update, error=error)
+
+    def write(self, data: bytes | memoryview) -> None:
+        self._writer.write(data)
+
+    def close(self, source_update: dict[str, Any]) -> tuple[ArtifactRef, str | None]:
+        result = self._writer.close(source_update=source_update)
+        try:
+            info = self._client.get(self._id)
+            ref = ArtifactRef(
+                id=info.id,
+                state=info.state,
+                size_bytes=info.size_bytes,
+                total_bytes=info.total_bytes,
+                sha256=info.sha256,
+            )
+        except OverspillError as exc:
+            ref = ArtifactRef(
+                id=self._id,
+                state=result.state,
+                size_bytes=result.size_bytes,
+                total_bytes=result.total_bytes,
+                sha256=None,
+            )
+            return ref, result.error or exc.message
+        return ref, result.error
+
+
+__all__ = ["OverspillClient", "RemoteSink"]

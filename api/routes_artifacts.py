@@ -1,0 +1,452 @@
+"""``/v1/artifacts``: create, upload, append, complete, list, read, pin, retain, delete.
+
+Every route goes through the store with the caller's principal, so another
+owner's artifact is a 404 exactly like a missing one, on every route.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.deps import PrincipalDep, StoreDep
+from api.errors import RESPONSES, ErrorBody, error_response
+from api.ranges import RangeNotSatisfiable, parse_range
+from artifacts.errors import InvalidArgument, OverspillError, StorageUnavailable
+from artifacts.records import (
+    ArtifactInfo,
+    ArtifactPage,
+    GrepResult,
+    LineWindow,
+    TailWindow,
+    TextWindow,
+)
+
+router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"], responses=RESPONSES)
+
+_ARTIFACT_ID = Annotated[str, Field(description="Artifact id (art_ + 26 base32 characters)")]
+_FOLLOW_POLL_S = 0.25
+
+
+class CreateArtifact(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: str = Field("output", min_length=1, max_length=50)
+    name: str | None = Field(None, max_length=500)
+    media_type: str = Field("text/plain; charset=utf-8", min_length=1, max_length=200)
+    session_id: str | None = Field(None, max_length=200)
+    source: dict[str, Any] = Field(default_factory=dict)
+    max_bytes: int | None = Field(None, gt=0, le=2**62)
+    retention: int | Literal["forever"] | None = Field(
+        None, description="Seconds from creation, or 'forever' where an admin allows it"
+    )
+    owner: str | None = Field(None, max_length=200, description="Admins only")
+
+
+class Complete(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    total_bytes: int | None = Field(None, ge=0, le=2**62)
+    source: dict[str, Any] = Field(default_factory=dict, description="Merged into source")
+    error: str | None = Field(None, max_length=2000, description="Mark the upload failed")
+
+
+class PinRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str | None = Field(None, max_length=2000)
+
+
+class RetentionChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    retention: int | Literal["forever"] | None = Field(
+        ..., description="Seconds from creation, 'forever', or null for the policy default"
+    )
+
+
+@router.post(
+    "",
+    status_code=201,
+    response_model=ArtifactInfo,
+    responses={413: {"model": ErrorBody, "description": "Owner over quota"}},
+)
+def create_artifact(body: CreateArtifact, store: StoreDep, who: PrincipalDep) -> ArtifactInfo:
+    """Create an empty artifact in state `writing`; upload with PUT or PATCH content."""
+    if isinstance(body.retention, int) and (body.retention <= 0 or body.retention > 2**40):
+        raise InvalidArgument("retention must be between 1 second and 2**40 seconds")
+    return store.create(
+        who,
+        kind=body.kind,
+        name=body.name,
+        media_type=body.media_type,
+        session_id=body.session_id,
+        source=body.source,
+        max_bytes=body.max_bytes,
+        owner=body.owner,
+        retention=body.retention,
+    )
+
+
+async def _stream_into(
+    request: Request, store: Any, who: Any, artifact_id: str, offset: int
+) -> Any:
+    writer = await run_in_threadpool(store.attach_writer, who, artifact_id, offset)
+    try:
+        async for chunk in request.stream():
+            if chunk:
+                await run_in_threadpool(writer.write, chunk)
+                request.app.state.metrics.bytes_in.inc(len(chunk))
+    except BaseException:
+        await run_in_threadpool(store.end_append, writer, offset)
+        raise
+    return writer
+
+
+@router.put(
+    "/{artifact_id}/content",
+    response_model=ArtifactInfo,
+    responses={409: {"model": ErrorBody, "description": "Not empty or not writing"}},
+)
+async def upload_content(
+    artifact_id: _ARTIFACT_ID,
+    request: Request,
+    store: StoreDep,
+    who: PrincipalDep,
+    complete: bool = Query(True, description="Finish after the upload"),
+) -> ArtifactInfo:
+    """Stream the whole content of an empty `writing` artifact (any size, bounded memory)."""
+    writer = await _stream_into(request, store, who, artifact_id, 0)
+    if complete:
+        result = await run_in_threadpool(writer.close)
+        if result.error and result.state == "failed":
+            raise StorageUnavailable(result.error)
+        request.app.state.metrics.artifacts_written.inc()
+    else:
+        await run_in_threadpool(store.end_append, writer, 0)
+    return await run_in_threadpool(store.get, who, artifact_id)
+
+
+@router.patch(
+    "/{artifact_id}/content",
+    response_model=ArtifactInfo,
+    responses={
+        409: {"model": ErrorBody, "description": "Offset is not the current size (body has it)"}
+    },
+)
+async def append_content(
+    artifact_id: _ARTIFACT_ID,
+    request: Request,
+    store: StoreDep,
+    who: PrincipalDep,
+    offset: int = Query(..., ge=0, le=2**62, description="Must equal the current size"),
+) -> ArtifactInfo:
+    """Append the body at `offset`. An empty body only renews the upload's lease."""
+    writer = await _stream_into(request, store, who, artifact_id, offset)
+    await run_in_threadpool(store.end_append, writer, offset)
+    await run_in_threadpool(store._renew_lease, artifact_id, None)
+    return await run_in_threadpool(store.get, who, artifact_id)
+
+
+@router.post(
+    "/{artifact_id}/complete",
+    response_model=ArtifactInfo,
+    responses={409: {"model": ErrorBody, "description": "Already finished"}},
+)
+def complete_artifact(
+    artifact_id: _ARTIFACT_ID, body: Complete, request: Request, store: StoreDep, who: PrincipalDep
+) -> ArtifactInfo:
+    """Finish an upload: sha256 computed server-side; `total_bytes` > stored -> capped."""
+    info = store.complete(
+        who,
+        artifact_id,
+        total_bytes=body.total_bytes,
+        source_update=body.source or None,
+        error=body.error,
+    )
+    request.app.state.metrics.artifacts_written.inc()
+    return info
+
+
+@router.get("", response_model=ArtifactPage)
+def list_artifacts(
+    store: StoreDep,
+    who: PrincipalDep,
+    owner: str | None = Query(None, max_length=200, description="Admins: any owner"),
+    session_id: str | None = Query(None, max_length=200),
+    kind: str | None = Query(None, max_length=50),
+    state: Literal["writing", "complete", "capped", "incomplete", "failed", "expired", "deleted"]
+    | None = None,
+    min_size: int | None = Query(None, ge=0, le=2**62),
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+    include_gone: bool = Query(False, description="Also list expired and deleted"),
+    sort: Literal["created", "size"] = "created",
+    order: Literal["asc", "desc"] = "desc",
+    limit: int = Query(50, ge=1, le=500),
+    cursor: str | None = Query(None, max_length=500),
+) -> ArtifactPage:
+    """List artifacts, newest or largest first, with cursor pagination."""
+    return store.list(
+        who,
+        owner=owner,
+        session_id=session_id,
+        kind=kind,
+        state=state,
+        min_size=min_size,
+        created_after=_aware(created_after),
+        created_before=_aware(created_before),
+        include_gone=include_gone,
+        sort=sort,
+        descending=order == "desc",
+        limit=limit,
+        cursor=cursor,
+        with_total=True,
+    )
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    from datetime import UTC
+
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+@router.get("/{artifact_id}", response_model=ArtifactInfo)
+def get_artifact(artifact_id: _ARTIFACT_ID, store: StoreDep, who: PrincipalDep) -> ArtifactInfo:
+    """Metadata, including expiry, pin and how retention was decided."""
+    return store.get(who, artifact_id)
+
+
+def _content_type(media_type: str) -> str:
+    # Served as inert data: text stays plain text, everything else is a download.
+    return (
+        "text/plain; charset=utf-8"
+        if media_type.startswith("text/")
+        else "application/octet-stream"
+    )
+
+
+_INERT = {
+    "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": "default-src 'none'; sandbox",
+    "Cache-Control": "private, no-cache",
+}
+
+
+@router.get(
+    "/{artifact_id}/content",
+    response_class=StreamingResponse,
+    responses={
+        200: {"content": {"application/octet-stream": {}}, "description": "The bytes"},
+        206: {"content": {"application/octet-stream": {}}, "description": "A byte range"},
+        304: {"description": "ETag matched"},
+        410: {"model": ErrorBody, "description": "Expired or deleted"},
+        416: {"model": ErrorBody, "description": "Range not satisfiable"},
+    },
+)
+def download_content(
+    artifact_id: _ARTIFACT_ID,
+    request: Request,
+    store: StoreDep,
+    who: PrincipalDep,
+    range_header: str | None = Header(None, alias="range"),
+    if_none_match: str | None = Header(None),
+    follow: bool = Query(False, description="Keep streaming until a writing artifact ends"),
+) -> Response:
+    """Raw bytes. Honours single and suffix `Range`s; ETag is the sha256 once complete."""
+    info, content = store.open_content(who, artifact_id)
+    headers = dict(_INERT)
+    headers["Accept-Ranges"] = "bytes"
+    headers["Content-Disposition"] = f'attachment; filename="{info.id}.{_ext(info.media_type)}"'
+    etag = f'"{info.sha256}"' if info.sha256 and info.complete else None
+    if etag:
+        headers["ETag"] = etag
+        if if_none_match and etag in [t.strip() for t in if_none_match.split(",")]:
+            return Response(status_code=304, headers=headers)
+    metrics = request.app.state.metrics
+    if follow and not info.complete:
+        return StreamingResponse(
+            _follow(store, who, artifact_id, metrics),
+            media_type=_content_type(info.media_type),
+            headers=headers,
+        )
+    try:
+        rng = parse_range(range_header, content.size)
+    except RangeNotSatisfiable:
+        return error_response(
+            416,
+            "range_not_satisfiable",
+            f"range {range_header!r} is outside the {content.size} stored bytes",
+            headers={"Content-Range": f"bytes */{content.size}"},
+        )
+    status = 200
+    start, end = 0, content.size
+    if rng is not None:
+        start, end = rng
+        status = 206
+        headers["Content-Range"] = f"bytes {start}-{end - 1}/{content.size}"
+    headers["Content-Length"] = str(end - start)
+    return StreamingResponse(
+        _counted(content.iter_range(start, end), metrics),
+        status_code=status,
+        media_type=_content_type(info.media_type),
+        headers=headers,
+    )
+
+
+def _ext(media_type: str) -> str:
+    return "txt" if media_type.startswith("text/") else "bin"
+
+
+def _counted(chunks: Iterator[bytes], metrics: Any) -> Iterator[bytes]:
+    for chunk in chunks:
+        metrics.bytes_out.inc(len(chunk))
+        yield chunk
+
+
+def _follow(store: Any, who: Any, artifact_id: str, metrics: Any) -> Iterator[bytes]:
+    pos = 0
+    while True:
+        try:
+            info, content = store.open_content(who, artifact_id)
+        except OverspillError:
+            return
+        if content.size > pos:
+            for chunk in content.iter_range(pos, content.size):
+                pos += len(chunk)
+                metrics.bytes_out.inc(len(chunk))
+                yield chunk
+        elif info.complete:
+            return
+        else:
+            time.sleep(_FOLLOW_POLL_S)
+
+
+@router.get(
+    "/{artifact_id}/text",
+    response_model=TextWindow,
+    responses={410: {"model": ErrorBody, "description": "Expired or deleted"}},
+)
+def read_text(
+    artifact_id: _ARTIFACT_ID,
+    store: StoreDep,
+    who: PrincipalDep,
+    offset: int = Query(0, ge=0, le=2**62),
+    limit: int = Query(65536, ge=1, le=16 * 1024 * 1024),
+) -> TextWindow:
+    """A UTF-8-safe window: never splits a character; `next_offset` continues it."""
+    return store.text(who, artifact_id, offset=offset, limit=limit)
+
+
+@router.get(
+    "/{artifact_id}/lines",
+    response_model=LineWindow,
+    responses={410: {"model": ErrorBody, "description": "Expired or deleted"}},
+)
+def read_lines(
+    artifact_id: _ARTIFACT_ID,
+    store: StoreDep,
+    who: PrincipalDep,
+    start: int = Query(1, ge=1, le=2**62, description="1-based line number"),
+    count: int = Query(100, ge=1, le=10000),
+    max_bytes: int | None = Query(None, ge=1, le=16 * 1024 * 1024),
+) -> LineWindow:
+    """A page of lines; `next_line` continues it."""
+    return store.lines(who, artifact_id, start=start, count=count, max_bytes=max_bytes)
+
+
+@router.get(
+    "/{artifact_id}/tail",
+    response_model=TailWindow,
+    responses={410: {"model": ErrorBody, "description": "Expired or deleted"}},
+)
+def read_tail(
+    artifact_id: _ARTIFACT_ID,
+    store: StoreDep,
+    who: PrincipalDep,
+    lines: int | None = Query(None, ge=1, le=100000),
+    bytes_: int | None = Query(None, ge=1, le=2**62, alias="bytes"),
+) -> TailWindow:
+    """The last lines (default 100) or bytes, bounded."""
+    if lines is None and bytes_ is None:
+        lines = 100
+    if lines is not None and bytes_ is not None:
+        raise InvalidArgument("give lines or bytes for a tail, not both")
+    return store.tail(who, artifact_id, lines=lines, nbytes=bytes_)
+
+
+@router.get(
+    "/{artifact_id}/grep",
+    response_model=GrepResult,
+    responses={410: {"model": ErrorBody, "description": "Expired or deleted"}},
+)
+def grep_artifact(
+    artifact_id: _ARTIFACT_ID,
+    store: StoreDep,
+    who: PrincipalDep,
+    pattern: str = Query(..., min_length=1, max_length=1000),
+    ignore_case: bool = False,
+    fixed: bool = False,
+    context: int = Query(0, ge=0, le=100),
+    max_matches: int = Query(100, ge=1, le=10000),
+    offset: int = Query(0, ge=0, le=2**62),
+) -> GrepResult:
+    """Search with RE2 (linear time). `next_offset` resumes a truncated scan."""
+    return store.grep(
+        who,
+        artifact_id,
+        pattern,
+        ignore_case=ignore_case,
+        fixed=fixed,
+        context=context,
+        max_matches=max_matches,
+        offset=offset,
+    )
+
+
+@router.delete("/{artifact_id}", response_model=ArtifactInfo)
+def delete_artifact(artifact_id: _ARTIFACT_ID, store: StoreDep, who: PrincipalDep) -> ArtifactInfo:
+    """Remove the bytes; a tombstone with who and when remains."""
+    return store.delete(who, artifact_id)
+
+
+@router.put(
+    "/{artifact_id}/pin",
+    response_model=ArtifactInfo,
+    responses={410: {"model": ErrorBody, "description": "Expired or deleted"}},
+)
+def pin_artifact(
+    artifact_id: _ARTIFACT_ID, store: StoreDep, who: PrincipalDep, body: PinRequest | None = None
+) -> ArtifactInfo:
+    """Pin: never expires or gets evicted until unpinned."""
+    return store.pin(who, artifact_id, reason=body.reason if body else None)
+
+
+@router.delete("/{artifact_id}/pin", response_model=ArtifactInfo)
+def unpin_artifact(artifact_id: _ARTIFACT_ID, store: StoreDep, who: PrincipalDep) -> ArtifactInfo:
+    """Unpin: the policy expiry applies again."""
+    return store.unpin(who, artifact_id)
+
+
+@router.patch(
+    "/{artifact_id}",
+    response_model=ArtifactInfo,
+    responses={410: {"model": ErrorBody, "description": "Expired or deleted"}},
+)
+def change_retention(
+    artifact_id: _ARTIFACT_ID, body: RetentionChange, store: StoreDep, who: PrincipalDep
+) -> ArtifactInfo:
+    """Ask for a retention; the answer says what applied (`retention_source`) and
+    whether it was clamped (`retention_clamped`)."""
+    if isinstance(body.retention, int) and (body.retention <= 0 or body.retention > 2**40):
+        raise InvalidArgument("retention must be between 1 second and 2**40 seconds")
+    return store.set_retention(who, artifact_id, body.retention)
