@@ -167,7 +167,9 @@ class ArtifactTools:
         offset = _int(a, "offset", 0, lo=0)
         limit = min(_int(a, "limit", self._max), self._max)
         tw = self._backend.text(art, offset=offset, limit=limit)
-        head = f"[{art}: bytes {tw.offset}-{tw.next_offset} of {tw.size_bytes}{_state(tw.complete)}]"
+        head = (
+            f"[{art}: bytes {tw.offset}-{tw.next_offset} of {tw.size_bytes}{_state(tw.complete)}]"
+        )
         if tw.eof:
             tail = _end(art, tw.complete, f"offset={tw.next_offset}")
         else:

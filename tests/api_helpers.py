@@ -1,0 +1,61 @@
+"""Helpers for API tests: an app with tokens, and a real uvicorn server on loopback."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import uvicorn
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from artifacts.store import ArtifactStore
+
+
+@dataclass
+class Api:
+    store: ArtifactStore
+    app: FastAPI
+    client: TestClient
+    alice: str
+    bob: str
+    admin: str
+
+    def h(self, token: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token}"}
+
+
+def make_api(store: ArtifactStore) -> Api:
+    app = create_app(store)
+    return Api(
+        store=store,
+        app=app,
+        client=TestClient(app),
+        alice=store.tokens.create("user:alice", "user").token,
+        bob=store.tokens.create("user:bob", "user").token,
+        admin=store.tokens.create("user:root", "admin").token,
+    )
+
+
+@contextmanager
+def live_server(app: FastAPI) -> Iterator[str]:
+    """Serve ``app`` with uvicorn on a free loopback port; yield its base URL."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)

@@ -1,0 +1,353 @@
+"""The HTTP API in-process, on every backend pair."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import pytest
+
+from artifacts.store import ArtifactStore
+from tests.api_helpers import Api, make_api
+
+ZERO_ID = "art_" + "0" * 26
+
+
+@pytest.fixture
+def api(store: ArtifactStore) -> Api:
+    return make_api(store)
+
+
+def _upload(api: Api, data: bytes, token: str | None = None, **fields: object) -> str:
+    h = api.h(token or api.alice)
+    art = api.client.post("/v1/artifacts", json=fields, headers=h).json()["id"]
+    r = api.client.put(f"/v1/artifacts/{art}/content", content=data, headers=h)
+    assert r.status_code == 200, r.text
+    return str(art)
+
+
+def test_create_upload_and_download_round_trip(api: Api) -> None:
+    data = bytes(range(256)) * 4000
+    art = _upload(api, data, name="blob", media_type="application/octet-stream")
+    info = api.client.get(f"/v1/artifacts/{art}", headers=api.h(api.alice)).json()
+    assert info["state"] == "complete" and info["size_bytes"] == len(data)
+    assert info["sha256"] == hashlib.sha256(data).hexdigest()
+    r = api.client.get(f"/v1/artifacts/{art}/content", headers=api.h(api.alice))
+    assert r.status_code == 200 and r.content == data
+    assert r.headers["x-content-type-options"] == "nosniff"
+    assert r.headers["content-type"] == "application/octet-stream"
+    assert r.headers["content-disposition"] == f'attachment; filename="{art}.bin"'
+    assert r.headers["etag"] == f'"{info["sha256"]}"'
+
+
+@pytest.mark.parametrize(
+    ("header", "status", "span"),
+    [
+        ("bytes=0-9", 206, (0, 10)),
+        ("bytes=100-", 206, (100, 1000)),
+        ("bytes=-7", 206, (993, 1000)),
+        ("bytes=-5000", 206, (0, 1000)),
+        ("bytes=990-5000", 206, (990, 1000)),
+        ("bytes=0-1,5-6", 200, (0, 1000)),
+        ("items=0-1", 200, (0, 1000)),
+        ("bytes=5-2", 200, (0, 1000)),
+    ],
+)
+def test_ranges(api: Api, header: str, status: int, span: tuple[int, int]) -> None:
+    data = bytes(i % 251 for i in range(1000))
+    art = _upload(api, data)
+    r = api.client.get(
+        f"/v1/artifacts/{art}/content", headers={**api.h(api.alice), "Range": header}
+    )
+    assert r.status_code == status
+    assert r.content == data[span[0] : span[1]]
+    if status == 206:
+        assert r.headers["content-range"] == f"bytes {span[0]}-{span[1] - 1}/1000"
+
+
+@pytest.mark.parametrize("header", ["bytes=1000-", "bytes=5000-6000", "bytes=-0"])
+def test_unsatisfiable_ranges_are_416(api: Api, header: str) -> None:
+    art = _upload(api, b"x" * 1000)
+    r = api.client.get(
+        f"/v1/artifacts/{art}/content", headers={**api.h(api.alice), "Range": header}
+    )
+    assert r.status_code == 416 and r.headers["content-range"] == "bytes */1000"
+    assert r.json()["error"]["code"] == "range_not_satisfiable"
+
+
+def test_if_none_match_answers_304(api: Api) -> None:
+    art = _upload(api, b"cache me")
+    etag = api.client.get(f"/v1/artifacts/{art}/content", headers=api.h(api.alice)).headers["etag"]
+    r = api.client.get(
+        f"/v1/artifacts/{art}/content", headers={**api.h(api.alice), "If-None-Match": etag}
+    )
+    assert r.status_code == 304
+
+
+def test_html_content_is_served_as_inert_text(api: Api) -> None:
+    art = _upload(api, b"<script>alert(1)</script>", media_type="text/html")
+    r = api.client.get(f"/v1/artifacts/{art}/content", headers=api.h(api.alice))
+    assert r.headers["content-type"] == "text/plain; charset=utf-8"
+    assert "sandbox" in r.headers["content-security-policy"]
+
+
+def test_append_checks_the_offset_and_complete_computes_the_hash(api: Api) -> None:
+    h = api.h(api.alice)
+    art = api.client.post("/v1/artifacts", json={"kind": "log"}, headers=h).json()["id"]
+    assert (
+        api.client.patch(
+            f"/v1/artifacts/{art}/content?offset=0", content=b"hello ", headers=h
+        ).status_code
+        == 200
+    )
+    r = api.client.patch(f"/v1/artifacts/{art}/content?offset=0", content=b"again", headers=h)
+    assert r.status_code == 409
+    assert r.json()["error"] == {
+        "code": "offset_conflict",
+        "current_size": 6,
+        "message": r.json()["error"]["message"],
+    }
+    assert (
+        api.client.patch(
+            f"/v1/artifacts/{art}/content?offset=6", content=b"world", headers=h
+        ).json()["size_bytes"]
+        == 11
+    )
+    live = api.client.get(f"/v1/artifacts/{art}/text", headers=h).json()
+    assert live["text"] == "hello world" and not live["complete"]
+    done = api.client.post(
+        f"/v1/artifacts/{art}/complete", json={"source": {"exit_code": 0}}, headers=h
+    ).json()
+    assert (
+        done["state"] == "complete" and done["sha256"] == hashlib.sha256(b"hello world").hexdigest()
+    )
+    assert done["source"]["exit_code"] == 0
+    again = api.client.post(f"/v1/artifacts/{art}/complete", json={}, headers=h)
+    assert again.status_code == 409
+
+
+def test_complete_with_a_larger_total_marks_the_artifact_capped(api: Api) -> None:
+    h = api.h(api.alice)
+    art = api.client.post("/v1/artifacts", json={}, headers=h).json()["id"]
+    api.client.patch(f"/v1/artifacts/{art}/content?offset=0", content=b"12345", headers=h)
+    done = api.client.post(
+        f"/v1/artifacts/{art}/complete", json={"total_bytes": 500}, headers=h
+    ).json()
+    assert (done["state"], done["size_bytes"], done["total_bytes"]) == ("capped", 5, 500)
+
+
+def test_the_size_cap_caps_an_upload(api: Api) -> None:
+    art = _upload(api, b"x" * 100, max_bytes=10)
+    info = api.client.get(f"/v1/artifacts/{art}", headers=api.h(api.alice)).json()
+    assert (info["state"], info["size_bytes"], info["total_bytes"]) == ("capped", 10, 100)
+
+
+def test_json_windows(api: Api) -> None:
+    data = "".join(
+        f"line {i} {'ERROR' if i % 100 == 0 else 'ok'}\r\n" for i in range(1, 1001)
+    ).encode()
+    art = _upload(api, data)
+    h = api.h(api.alice)
+    text = api.client.get(f"/v1/artifacts/{art}/text?offset=0&limit=20", headers=h).json()
+    assert text["text"] == data[:20].decode() and text["next_offset"] == 20 and not text["eof"]
+    lines = api.client.get(f"/v1/artifacts/{art}/lines?start=500&count=2", headers=h).json()
+    assert [ln["text"] for ln in lines["lines"]] == ["line 500 ERROR", "line 501 ok"]
+    assert lines["next_line"] == 502 and lines["line_count"] == 1000
+    tail = api.client.get(f"/v1/artifacts/{art}/tail?lines=2", headers=h).json()
+    assert tail["text"] == "line 999 ok\r\nline 1000 ERROR\r\n" and tail["first_line"] == 999
+    grep = api.client.get(
+        f"/v1/artifacts/{art}/grep",
+        params={"pattern": "error", "ignore_case": "true", "max_matches": 3},
+        headers=h,
+    ).json()
+    assert [m["line"]["number"] for m in grep["matches"]] == [100, 200, 300]
+    assert grep["truncated"] and not grep["eof"]
+    rest = api.client.get(
+        f"/v1/artifacts/{art}/grep",
+        params={"pattern": "ERROR", "offset": grep["next_offset"]},
+        headers=h,
+    ).json()
+    assert [m["line"]["number"] for m in rest["matches"]] == [400, 500, 600, 700, 800, 900, 1000]
+
+
+def test_listing_filters_sorts_and_pages(api: Api) -> None:
+    ids = [
+        _upload(api, b"x" * n, session_id="s1" if n % 2 else "s2") for n in (10, 300, 20, 4000, 5)
+    ]
+    h = api.h(api.alice)
+    page = api.client.get("/v1/artifacts?sort=size&limit=2", headers=h).json()
+    assert [i["size_bytes"] for i in page["items"]] == [4000, 300]
+    assert page["total_bytes"] == 4335
+    nxt = api.client.get(
+        f"/v1/artifacts?sort=size&limit=2&cursor={page['next_cursor']}", headers=h
+    ).json()
+    assert [i["size_bytes"] for i in nxt["items"]] == [20, 10]
+    s1 = api.client.get("/v1/artifacts?session_id=s1", headers=h).json()["items"]
+    assert {i["id"] for i in s1} == {ids[4]}
+    assert (
+        api.client.get("/v1/artifacts?min_size=1000", headers=h).json()["items"][0]["id"] == ids[3]
+    )
+    bad = api.client.get("/v1/artifacts?state=bogus", headers=h)
+    assert bad.status_code == 422 and bad.json()["error"]["code"] == "invalid_request"
+    bad_cursor = api.client.get("/v1/artifacts?cursor=zzz", headers=h)
+    assert bad_cursor.status_code == 400 and "cursor" in bad_cursor.json()["error"]["message"]
+
+
+def test_pin_retention_and_delete(api: Api) -> None:
+    art = _upload(api, b"keep")
+    h = api.h(api.alice)
+    pinned = api.client.put(
+        f"/v1/artifacts/{art}/pin", json={"reason": "evidence"}, headers=h
+    ).json()
+    assert pinned["pinned"] and pinned["pin_reason"] == "evidence" and pinned["expires_at"] is None
+    unpinned = api.client.delete(f"/v1/artifacts/{art}/pin", headers=h).json()
+    assert not unpinned["pinned"] and unpinned["expires_at"] is not None
+    ret = api.client.patch(f"/v1/artifacts/{art}", json={"retention": 3600}, headers=h).json()
+    assert ret["retention_source"] == "requested" and not ret["retention_clamped"]
+    forever = api.client.patch(
+        f"/v1/artifacts/{art}", json={"retention": "forever"}, headers=h
+    ).json()
+    assert forever["retention_clamped"] and "forever not allowed" in forever["retention_source"]
+    gone = api.client.delete(f"/v1/artifacts/{art}", headers=h).json()
+    assert gone["state"] == "deleted"
+    r = api.client.get(f"/v1/artifacts/{art}/content", headers=h)
+    assert r.status_code == 410 and r.json()["error"]["reason"] == "deleted"
+    assert api.client.get(f"/v1/artifacts/{art}/text", headers=h).status_code == 410
+
+
+def test_errors_are_json_and_name_the_problem(api: Api) -> None:
+    h = api.h(api.alice)
+    cases = [
+        (api.client.get("/v1/artifacts/art_nope", headers=h), 400, "invalid artifact id"),
+        (api.client.get(f"/v1/artifacts/{ZERO_ID}", headers=h), 404, "not found"),
+        (api.client.get("/v1/artifacts"), 401, "bearer token"),
+        (api.client.get("/v1/artifacts", headers=api.h("ovs_wrong")), 401, "invalid"),
+        (api.client.post("/v1/artifacts", json={"kind": ""}, headers=h), 422, "kind"),
+        (api.client.post("/v1/artifacts", json={"bogus": 1}, headers=h), 422, "bogus"),
+        (api.client.post("/v1/artifacts", json={"retention": -5}, headers=h), 400, "retention"),
+        (api.client.get("/v1/admin/usage", headers=h), 403, "admin"),
+        (api.client.get("/v1/nowhere", headers=h), 404, "Not Found"),
+    ]
+    for response, status, text in cases:
+        assert response.status_code == status, (response.status_code, response.text)
+        body = response.json()["error"]
+        assert set(body) >= {"code", "message"} and text in body["message"], body
+    art = _upload(api, b"abc")
+    bad_re = api.client.get(f"/v1/artifacts/{art}/grep?pattern=(", headers=h)
+    assert (
+        bad_re.status_code == 400
+        and "invalid regular expression" in bad_re.json()["error"]["message"]
+    )
+
+
+def test_revoked_and_expired_tokens_stop_working(api: Api) -> None:
+    issued = api.client.post(
+        "/v1/admin/tokens",
+        json={"principal": "agent:temp", "role": "agent"},
+        headers=api.h(api.admin),
+    ).json()
+    token, tid = issued["token"], issued["info"]["id"]
+    assert api.client.get("/v1/artifacts", headers=api.h(token)).status_code == 200
+    listed = api.client.get("/v1/admin/tokens", headers=api.h(api.admin)).json()
+    assert tid in [t["id"] for t in listed] and "token" not in listed[0]
+    assert api.client.delete(f"/v1/admin/tokens/{tid}", headers=api.h(api.admin)).status_code == 200
+    assert api.client.get("/v1/artifacts", headers=api.h(token)).status_code == 401
+    from artifacts.clock import ManualClock
+
+    clock = ManualClock()
+    api.store.tokens._clock = clock
+    short = api.store.tokens.create("agent:brief", "agent", expires_in_s=60).token
+    assert api.client.get("/v1/artifacts", headers=api.h(short)).status_code == 200
+    clock.advance(seconds=61)
+    assert api.client.get("/v1/artifacts", headers=api.h(short)).status_code == 401
+
+
+def test_tokens_are_stored_only_as_hashes(api: Api) -> None:
+    from sqlalchemy import select
+
+    from artifacts.db.models import ApiToken
+
+    with api.store._sessions() as s:
+        rows = s.execute(select(ApiToken)).scalars().all()
+    for row in rows:
+        assert row.token_sha256 not in (api.alice, api.bob, api.admin)
+        assert not row.token_sha256.startswith("ovs_") and len(row.token_sha256) == 64
+
+
+def test_usage_is_by_owner_and_state(api: Api) -> None:
+    _upload(api, b"x" * 100)
+    _upload(api, b"y" * 50, token=api.bob)
+    rows = {
+        r["owner"]: r for r in api.client.get("/v1/admin/usage", headers=api.h(api.admin)).json()
+    }
+    assert (
+        rows["user:alice"]["bytes"] == 100
+        and rows["user:bob"]["by_state"]["complete"]["bytes"] == 50
+    )
+
+
+def test_health_readiness_and_metrics(api: Api) -> None:
+    assert api.client.get("/healthz").json() == {"status": "ok"}
+    assert api.client.get("/readyz").json() == {"status": "ready"}
+    _upload(api, b"counted")
+    api.client.get("/v1/artifacts", headers=api.h(api.alice))
+    text = api.client.get("/metrics").text
+    assert 'overspill_http_requests_total{method="GET",route="/v1/artifacts",status="200"}' in text
+    assert re.search(r"^overspill_bytes_in_total 7\.0$", text, re.M)
+    assert re.search(r"^overspill_artifacts_written_total 1\.0$", text, re.M)
+
+
+def test_readiness_fails_when_the_blob_store_is_gone(api: Api) -> None:
+    from tests.test_store import _break_blob_backend
+
+    _break_blob_backend(api.store)
+    r = api.client.get("/readyz")
+    assert r.status_code == 503 and r.json()["status"] == "unavailable"
+
+
+def _required_query(operation: dict[str, object]) -> dict[str, object]:
+    """A valid value for every required query parameter, from its schema."""
+    params: dict[str, object] = {}
+    for p in operation.get("parameters", []):  # type: ignore[attr-defined]
+        if p["in"] == "query" and p.get("required"):
+            schema = p.get("schema", {})
+            params[p["name"]] = schema.get("minimum", 0) if schema.get("type") == "integer" else "x"
+    return params
+
+
+def test_every_route_hides_another_owners_artifact(api: Api) -> None:
+    """Walks the OpenAPI document, so a new route is covered without editing this."""
+    art = _upload(api, b"alice's secret")
+    spec = api.client.get("/openapi.json").json()
+    checked = 0
+    for path, methods in spec["paths"].items():
+        for method in methods:
+            url = path.replace("{artifact_id}", art).replace("{token_id}", "tok_0000")
+            kwargs: dict[str, object] = {
+                "headers": api.h(api.bob),
+                "params": _required_query(methods[method]),
+            }
+            if method in ("post", "put", "patch"):
+                kwargs["json"] = (
+                    {"retention": 60} if method == "patch" and path.endswith("}") else {}
+                )
+            r = api.client.request(method.upper(), url, **kwargs)  # type: ignore[arg-type]
+            if path.startswith("/v1/admin"):
+                assert r.status_code == 403, (method, path, r.status_code)
+            elif "{artifact_id}" in path:
+                assert r.status_code == 404, (method, path, r.status_code, r.text)
+                missing = api.client.request(method.upper(), url.replace(art, ZERO_ID), **kwargs)  # type: ignore[arg-type]
+                assert missing.status_code == 404
+                assert r.json() == {
+                    "error": {
+                        **missing.json()["error"],
+                        "message": missing.json()["error"]["message"].replace(ZERO_ID, art),
+                    }
+                }
+            checked += 1
+    assert checked >= 20
+    assert (
+        api.client.get(f"/v1/artifacts/{art}/content", headers=api.h(api.alice)).content
+        == b"alice's secret"
+    )
+    assert api.client.get(f"/v1/artifacts/{art}", headers=api.h(api.admin)).status_code == 200

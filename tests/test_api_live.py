@@ -1,0 +1,175 @@
+"""A real uvicorn server on loopback: the HTTP client, streaming, the remote sink
+(`overspill run` whose overflow lands on the server) and the CLI in server mode."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from api.client import OverspillClient, RemoteSink
+from artifacts.errors import Gone, NotFound, OffsetConflict
+from artifacts.store import ArtifactStore
+from shell import ExecRequest, Executor, ShellSettings
+from tests.api_helpers import Api, live_server, make_api
+from tests.helpers import ALICE
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def server(store: ArtifactStore) -> Iterator[tuple[Api, str]]:
+    api = make_api(store)
+    with live_server(api.app) as url:
+        yield api, url
+
+
+def _cli(url: str, token: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
+    env.update(OVERSPILL_URL=url, OVERSPILL_TOKEN=token, PYTHONPATH=str(ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "api.cli", *args],
+        capture_output=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+
+
+def test_the_client_covers_the_api(server: tuple[Api, str]) -> None:
+    api, url = server
+    with OverspillClient(url, api.alice) as c:
+        info = c.create(name="via client", session_id="s-9")
+        data = b"".join(b"row %d\n" % i for i in range(200_000))
+        chunks = (data[i : i + 65536] for i in range(0, len(data), 65536))
+        done = c.upload(info.id, chunks)
+        assert done.state == "complete" and done.sha256 == hashlib.sha256(data).hexdigest()
+        assert b"".join(c.iter_content(info.id)) == data
+        assert b"".join(c.iter_content(info.id, 10, 20)) == data[10:20]
+        assert c.lines(info.id, start=1000, count=1).lines[0].text == "row 999"
+        assert c.tail(info.id, lines=1).text == "row 199999\n"
+        assert c.grep(info.id, "^row 12345$").matches[0].line.number == 12346
+        assert c.list(session_id="s-9").items[0].id == info.id
+        assert c.pin(info.id, "keep").pinned
+        c.delete(info.id)
+        with pytest.raises(Gone):
+            c.text(info.id)
+        with pytest.raises(NotFound):
+            OverspillClient(url, api.bob).get(info.id)
+        other = c.create()
+        c.append(other.id, 0, b"abc")
+        with pytest.raises(OffsetConflict) as exc:
+            c.append(other.id, 0, b"abc")
+        assert exc.value.current_size == 3
+
+
+def test_follow_streams_a_growing_artifact_until_it_completes(server: tuple[Api, str]) -> None:
+    api, url = server
+    writer = api.store.open_writer(ALICE)
+    writer.write(b"first\n")
+    writer.flush()
+    got: list[bytes] = []
+
+    def follow() -> None:
+        with OverspillClient(url, api.alice) as c:
+            got.extend(c.iter_content(writer.id, follow=True))
+
+    t = threading.Thread(target=follow)
+    t.start()
+    for i in range(5):
+        time.sleep(0.2)
+        writer.write(b"more %d\n" % i)
+        writer.flush()
+    writer.close()
+    t.join(timeout=30)
+    assert not t.is_alive()
+    assert b"".join(got) == b"first\n" + b"".join(b"more %d\n" % i for i in range(5))
+
+
+def test_an_executor_streams_its_overflow_to_the_server(server: tuple[Api, str]) -> None:
+    api, url = server
+    sink = RemoteSink(
+        OverspillClient(url, api.alice),
+        session_id="sandbox-1",
+        segment_bytes=64 * 1024,
+        flush_interval_s=0.1,
+    )
+    ex = Executor(ShellSettings(grace_ms=300, max_output_bytes=1000), sink)
+    r = ex.run(ExecRequest(command="seq 1 100000; seq 1 3000 >&2; exit 5"))
+    expected = "".join(f"{i}\n" for i in range(1, 100001)).encode()
+    art = r.stdout.artifact
+    assert art is not None and art.state == "complete" and art.size_bytes == len(expected)
+    assert art.sha256 == hashlib.sha256(expected).hexdigest()
+    _, content = api.store.open_content(ALICE, art.id)
+    assert content.read(0, len(expected)) == expected
+    info = api.store.get(ALICE, art.id)
+    assert info.session_id == "sandbox-1" and info.source["exit_code"] == 5
+    assert r.stderr.artifact is not None and f"artifact {art.id}" in r.text
+
+
+def test_overspill_run_with_a_url_lands_on_the_server(
+    server: tuple[Api, str], tmp_path: Path
+) -> None:
+    api, url = server
+    out = _cli(url, api.alice, "run", "--json", "--", "head -c 300000 /dev/urandom | base64 -w 100")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    art = result["stdout"]["artifact"]
+    assert art["state"] == "complete" and art["size_bytes"] == result["stdout"]["total_bytes"]
+    stored = api.store.read_bytes(ALICE, art["id"], 0, 1 << 20)
+    assert hashlib.sha256(stored).hexdigest() == art["sha256"]
+    assert stored.endswith(result["stdout"]["text"].encode())
+    assert set(result) >= {
+        "exit_code",
+        "signal",
+        "timed_out",
+        "aborted",
+        "timeout_ms",
+        "stdout",
+        "stderr",
+        "text",
+    }
+
+
+def test_the_cli_in_server_mode(server: tuple[Api, str]) -> None:
+    api, url = server
+    put = subprocess.run(
+        [sys.executable, "-m", "api.cli", "put", "--name", "numbers"],
+        input=b"".join(b"%d\n" % i for i in range(1, 5001)),
+        capture_output=True,
+        env={
+            **os.environ,
+            "OVERSPILL_URL": url,
+            "OVERSPILL_TOKEN": api.alice,
+            "PYTHONPATH": str(ROOT),
+        },
+        check=False,
+    )
+    art = put.stdout.decode().strip()
+    assert art.startswith("art_"), put.stderr
+    assert _cli(url, api.alice, "cat", art, "--lines", "10:2").stdout == b"10\n11\n"
+    assert _cli(url, api.alice, "cat", art, "--range", "0-4").stdout == b"1\n2\n"
+    assert b"4999:4999" in _cli(url, api.alice, "grep", art, "^4999$").stdout
+    assert art in _cli(url, api.alice, "ls").stdout.decode()
+    missing = _cli(url, api.bob, "cat", art)
+    assert (
+        missing.returncode == 1
+        and missing.stderr.decode().strip() == f"overspill: artifact {art} not found"
+    )
+    token = _cli(url, api.admin, "token", "create", "--principal", "agent:new", "--role", "agent")
+    new = token.stdout.decode().strip().splitlines()[-1]
+    assert new.startswith("ovs_") and _cli(url, new, "ls").returncode == 0
+    denied = _cli(url, api.alice, "token", "list")
+    assert denied.returncode == 1 and b"admin" in denied.stderr
+    down = _cli("http://127.0.0.1:9", api.alice, "ls")
+    assert (
+        down.returncode == 1 and b"unreachable" in down.stderr and b"Traceback" not in down.stderr
+    )
