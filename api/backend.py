@@ -10,6 +10,8 @@ import builtins
 from collections.abc import Iterator
 from typing import Any, Protocol
 
+from artifacts.audit import AuditEntry
+from artifacts.policies import PolicySpec, PolicyView, Preview
 from artifacts.records import (
     ArtifactInfo,
     ArtifactPage,
@@ -19,7 +21,9 @@ from artifacts.records import (
     TailWindow,
     TextWindow,
 )
+from artifacts.retention import GLOBAL
 from artifacts.store import ArtifactStore
+from artifacts.sweeper import SweepReport
 from artifacts.tokens import IssuedToken, TokenInfo
 
 
@@ -60,6 +64,13 @@ class Backend(Protocol):
     ) -> IssuedToken: ...
     def list_tokens(self) -> builtins.list[TokenInfo]: ...
     def revoke_token(self, token_id: str) -> TokenInfo: ...
+    def get_policy(self, owner: str | None = None) -> PolicyView: ...
+    def set_policy(
+        self, spec: PolicySpec, owner: str | None = None, *, apply_to_existing: bool = False
+    ) -> tuple[PolicyView, int]: ...
+    def preview_policy(self, spec: PolicySpec, owner: str | None = None) -> Preview: ...
+    def cleanup(self, *, dry_run: bool) -> SweepReport: ...
+    def audit(self, **filters: Any) -> builtins.list[AuditEntry]: ...
 
 
 class LocalBackend:
@@ -147,3 +158,24 @@ class LocalBackend:
 
     def revoke_token(self, token_id: str) -> TokenInfo:
         return self.store.tokens.revoke(token_id)
+
+    def get_policy(self, owner: str | None = None) -> PolicyView:
+        return self.store.policies.get(owner or GLOBAL)
+
+    def set_policy(
+        self, spec: PolicySpec, owner: str | None = None, *, apply_to_existing: bool = False
+    ) -> tuple[PolicyView, int]:
+        return self.store.policies.set(
+            self.principal, spec, owner or GLOBAL, apply_to_existing=apply_to_existing
+        )
+
+    def preview_policy(self, spec: PolicySpec, owner: str | None = None) -> Preview:
+        return self.store.policies.preview(spec, owner or GLOBAL)
+
+    def cleanup(self, *, dry_run: bool) -> SweepReport:
+        from api.cleanup import run_cleanup
+
+        return run_cleanup(self.store, dry_run=dry_run)
+
+    def audit(self, **filters: Any) -> builtins.list[AuditEntry]:
+        return builtins.list(self.store.audit_log(**filters))

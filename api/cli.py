@@ -393,6 +393,88 @@ def cmd_usage(args: argparse.Namespace) -> int:
     return 0
 
 
+def _policy_line(p: Any) -> str:
+    def dur(v: int | None) -> str:
+        return "inherit" if v is None else (f"{v // 86400}d" if v % 86400 == 0 else f"{v}s")
+
+    quota = "none" if p.quota_bytes is None else _human(p.quota_bytes)
+    cap = "none" if p.max_artifact_bytes is None else _human(p.max_artifact_bytes)
+    return (
+        f"{p.owner}: default {dur(p.default_retention_s)}, ceiling {dur(p.max_retention_s)}, "
+        f"forever {'allowed' if p.allow_forever else 'not allowed'}, quota {quota} "
+        f"({p.over_quota} when over), artifact cap {cap}"
+    )
+
+
+def cmd_retention(args: argparse.Namespace) -> int:
+    from artifacts.policies import PolicySpec
+
+    backend = _backend(ClientSettings.load())
+    if args.retention_verb == "show":
+        print(_policy_line(backend.get_policy(args.owner)))
+        return 0
+
+    def secs(v: str | None) -> int | None:
+        if v is None:
+            return None
+        r = _parse_retention(v)
+        if not isinstance(r, int):
+            raise CliError(f"a policy duration must be a length of time, got {v!r}")
+        return r
+
+    spec = PolicySpec(
+        default_retention_s=secs(args.default),
+        max_retention_s=secs(args.max),
+        allow_forever=args.allow_forever,
+        quota_bytes=args.quota,
+        max_artifact_bytes=args.max_artifact_bytes,
+        over_quota=args.over_quota,
+    )
+    preview = backend.preview_policy(spec, args.owner)
+    t = preview.total
+    print(
+        f"would expire now: {t.now.artifacts} artifacts ({_human(t.now.bytes)}); within 24h: "
+        f"{t.within_24h.artifacts} ({_human(t.within_24h.bytes)}); within 7d: "
+        f"{t.within_7d.artifacts} ({_human(t.within_7d.bytes)}) if applied to existing"
+    )
+    if args.preview:
+        return 0
+    view, changed = backend.set_policy(spec, args.owner, apply_to_existing=args.apply_to_existing)
+    print(_policy_line(view))
+    if args.apply_to_existing:
+        print(f"recomputed the expiry of {changed} existing artifacts")
+    return 0
+
+
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    r = _backend(ClientSettings.load()).cleanup(dry_run=args.dry_run)
+    if args.json:
+        print(r.model_dump_json())
+        return 0
+    verb = "would delete" if r.dry_run else "deleted"
+    print(
+        f"{verb}: {r.expired} expired artifacts, bytes of {r.purged} tombstones "
+        f"({_human(r.bytes_freed)}), {r.orphan_blobs} orphan blobs ({_human(r.orphan_bytes)}), "
+        f"{r.tombstones_removed} old tombstones, {r.partial_uploads} partial uploads, "
+        f"{r.legacy_spill_files} legacy spill files; finalised {r.writers_finalised} dead writers"
+    )
+    for err in r.errors:
+        print(f"overspill: cleanup error: {err}", file=sys.stderr)
+    return EXIT_ERROR if r.errors else 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    entries = _backend(ClientSettings.load()).audit(
+        artifact_id=args.artifact, owner=args.owner, action=args.action, limit=args.limit
+    )
+    for e in entries:
+        detail = " ".join(f"{k}={v}" for k, v in e.details.items())
+        print(
+            f"{e.at:%Y-%m-%d %H:%M:%S} {e.actor:<20} {e.action:<10} {e.artifact_id or '-':<31} {detail}"
+        )
+    return 0
+
+
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
     from artifacts.db.engine import make_engine, upgrade
 
@@ -503,6 +585,36 @@ def build_parser() -> argparse.ArgumentParser:
     tr = tsub.add_parser("revoke", help="revoke a token")
     tr.add_argument("id")
     token.set_defaults(func=cmd_token)
+
+    ret = sub.add_parser("retention", help="show or set retention policies (admin)")
+    rsub = ret.add_subparsers(
+        dest="retention_verb", required=True, metavar="ACTION", parser_class=_Parser
+    )
+    rshow = rsub.add_parser("show", help="the global policy, or one owner's")
+    rshow.add_argument("--owner")
+    rset = rsub.add_parser("set", help="set a policy (prints the preview first)")
+    rset.add_argument("--owner", help="omit for the global policy")
+    rset.add_argument("--default", help="default retention, e.g. 7d")
+    rset.add_argument("--max", help="ceiling, e.g. 30d")
+    rset.add_argument("--allow-forever", action="store_true")
+    rset.add_argument("--quota", type=int, help="bytes per owner")
+    rset.add_argument("--max-artifact-bytes", type=int)
+    rset.add_argument("--over-quota", choices=["reject", "evict"], default="reject")
+    rset.add_argument("--apply-to-existing", action="store_true")
+    rset.add_argument("--preview", action="store_true", help="only show what would expire")
+    ret.set_defaults(func=cmd_retention)
+
+    clean = sub.add_parser("cleanup", help="expire, purge and reconcile once")
+    clean.add_argument("--dry-run", action="store_true")
+    clean.add_argument("--json", action="store_true")
+    clean.set_defaults(func=cmd_cleanup)
+
+    aud = sub.add_parser("audit", help="the audit log, newest first (admin)")
+    aud.add_argument("--artifact")
+    aud.add_argument("--owner")
+    aud.add_argument("--action")
+    aud.add_argument("--limit", type=int, default=50)
+    aud.set_defaults(func=cmd_audit)
 
     db = sub.add_parser("db", help="database maintenance")
     dbsub = db.add_subparsers(dest="db_verb", required=True, metavar="ACTION", parser_class=_Parser)

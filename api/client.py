@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from artifacts.audit import AuditEntry
 from artifacts.errors import (
     Conflict,
     Gone,
@@ -25,6 +26,7 @@ from artifacts.errors import (
     QuotaExceeded,
     StorageUnavailable,
 )
+from artifacts.policies import PolicySpec, PolicyView, Preview
 from artifacts.records import (
     ArtifactInfo,
     ArtifactPage,
@@ -33,6 +35,7 @@ from artifacts.records import (
     TailWindow,
     TextWindow,
 )
+from artifacts.sweeper import SweepReport
 from artifacts.tokens import IssuedToken, TokenInfo
 from artifacts.writer import ArtifactWriter
 from shell.results import ArtifactRef
@@ -254,6 +257,34 @@ class OverspillClient:
 
     def revoke_token(self, token_id: str) -> TokenInfo:
         return TokenInfo.model_validate(self._json("DELETE", f"/v1/admin/tokens/{token_id}"))
+
+    def get_policy(self, owner: str | None = None) -> PolicyView:
+        path = f"/v1/admin/retention/owners/{owner}" if owner else "/v1/admin/retention"
+        return PolicyView.model_validate(self._json("GET", path))
+
+    def set_policy(
+        self, spec: PolicySpec, owner: str | None = None, *, apply_to_existing: bool = False
+    ) -> tuple[PolicyView, int]:
+        path = f"/v1/admin/retention/owners/{owner}" if owner else "/v1/admin/retention"
+        body = {**spec.model_dump(), "apply_to_existing": apply_to_existing}
+        out = self._json("PUT", path, json=body)
+        return PolicyView.model_validate(out["policy"]), int(out["updated_artifacts"])
+
+    def preview_policy(self, spec: PolicySpec, owner: str | None = None) -> Preview:
+        body = {**spec.model_dump(), "owner": owner}
+        return Preview.model_validate(self._json("POST", "/v1/admin/retention/preview", json=body))
+
+    def cleanup(self, *, dry_run: bool) -> SweepReport:
+        return SweepReport.model_validate(
+            self._json("POST", "/v1/admin/cleanup", json={"dry_run": dry_run})
+        )
+
+    def audit(self, **filters: Any) -> builtins.list[AuditEntry]:
+        params = {k: v for k, v in filters.items() if v is not None}
+        return [
+            AuditEntry.model_validate(e)
+            for e in self._json("GET", "/v1/admin/audit", params=params)
+        ]
 
 
 def _iter(chunks: Iterable[bytes]) -> Iterator[bytes]:

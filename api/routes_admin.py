@@ -1,15 +1,21 @@
-"""``/v1/admin``: tokens and usage. Every route needs an admin token (403 otherwise)."""
+"""``/v1/admin``: tokens, usage, retention policies, cleanup and the audit log. Every route needs an admin token (403 otherwise)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.cleanup import run_cleanup
 from api.deps import AdminDep, StoreDep
 from api.errors import RESPONSES, ErrorBody
+from artifacts.audit import AuditEntry
+from artifacts.errors import InvalidArgument
+from artifacts.policies import PolicySpec, PolicyView, Preview
 from artifacts.records import Role
+from artifacts.retention import GLOBAL
+from artifacts.sweeper import SweepReport
 from artifacts.tokens import IssuedToken, TokenInfo
 
 router = APIRouter(
@@ -69,3 +75,109 @@ def create_token(body: TokenCreate, store: StoreDep, admin: AdminDep) -> IssuedT
 def revoke_token(token_id: str, store: StoreDep, admin: AdminDep) -> TokenInfo:
     """Revoke a token; it stops working at once."""
     return store.tokens.revoke(token_id)
+
+
+# -- retention policies, preview, cleanup, audit -----------------------------------------
+
+
+class PolicyChange(PolicySpec):
+    apply_to_existing: bool = Field(False, description="Recompute expiry of existing artifacts")
+
+
+class PolicyResult(BaseModel):
+    policy: PolicyView
+    updated_artifacts: int
+
+
+class PreviewRequest(PolicySpec):
+    owner: str | None = Field(None, max_length=200, description="Omit for the global policy")
+
+
+class CleanupRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    dry_run: bool = True
+
+
+def _owner_path(owner: str) -> str:
+    if not owner or owner == GLOBAL or len(owner) > 200:
+        raise InvalidArgument(f"invalid owner {owner!r}")
+    return owner
+
+
+@router.get("/retention", response_model=PolicyView)
+def get_global_policy(store: StoreDep, admin: AdminDep) -> PolicyView:
+    """The global default, ceiling, forever switch, quota and size cap."""
+    return store.policies.get(GLOBAL)
+
+
+@router.put("/retention", response_model=PolicyResult)
+def set_global_policy(body: PolicyChange, store: StoreDep, admin: AdminDep) -> PolicyResult:
+    """Set the global policy; new artifacts use it, existing ones only with apply_to_existing."""
+    spec = PolicySpec(**body.model_dump(exclude={"apply_to_existing"}))
+    view, n = store.policies.set(admin, spec, GLOBAL, apply_to_existing=body.apply_to_existing)
+    return PolicyResult(policy=view, updated_artifacts=n)
+
+
+@router.get("/retention/owners", response_model=list[PolicyView])
+def list_owner_policies(store: StoreDep, admin: AdminDep) -> list[PolicyView]:
+    """Every per-owner policy."""
+    return store.policies.list_owners()
+
+
+@router.get("/retention/owners/{owner}", response_model=PolicyView)
+def get_owner_policy(owner: str, store: StoreDep, admin: AdminDep) -> PolicyView:
+    """One owner's own policy (unset fields inherit the global one)."""
+    return store.policies.get(_owner_path(owner))
+
+
+@router.put("/retention/owners/{owner}", response_model=PolicyResult)
+def set_owner_policy(
+    owner: str, body: PolicyChange, store: StoreDep, admin: AdminDep
+) -> PolicyResult:
+    """Set one owner's policy."""
+    spec = PolicySpec(**body.model_dump(exclude={"apply_to_existing"}))
+    view, n = store.policies.set(
+        admin, spec, _owner_path(owner), apply_to_existing=body.apply_to_existing
+    )
+    return PolicyResult(policy=view, updated_artifacts=n)
+
+
+@router.delete("/retention/owners/{owner}", status_code=204, response_class=Response)
+def delete_owner_policy(owner: str, store: StoreDep, admin: AdminDep) -> Response:
+    """Remove an owner's policy; the global one applies to it again."""
+    store.policies.delete(admin, _owner_path(owner))
+    return Response(status_code=204)
+
+
+@router.post("/retention/preview", response_model=Preview)
+def preview_policy(body: PreviewRequest, store: StoreDep, admin: AdminDep) -> Preview:
+    """What would expire now, within 24 h and within 7 d, per owner, if this policy
+    were set and applied to existing artifacts. Changes nothing."""
+    spec = PolicySpec(**body.model_dump(exclude={"owner"}))
+    return store.policies.preview(spec, _owner_path(body.owner) if body.owner else GLOBAL)
+
+
+@router.post("/cleanup", response_model=SweepReport)
+def cleanup(body: CleanupRequest, store: StoreDep, admin: AdminDep) -> SweepReport:
+    """Run the sweeper once (dry run by default) and report what was (or would be)
+    deleted, the bytes freed and any errors."""
+    return run_cleanup(store, dry_run=body.dry_run)
+
+
+@router.get("/audit", response_model=list[AuditEntry])
+def audit_log(
+    store: StoreDep,
+    admin: AdminDep,
+    artifact_id: str | None = Query(None, max_length=40),
+    owner: str | None = Query(None, max_length=200),
+    action: str | None = Query(None, max_length=50),
+    before_id: int | None = Query(None, ge=0, le=2**62),
+    limit: int = Query(100, ge=1, le=1000),
+) -> list[AuditEntry]:
+    """Who did what, newest first; page with `before_id`."""
+    return list(
+        store.audit_log(
+            artifact_id=artifact_id, owner=owner, action=action, before_id=before_id, limit=limit
+        )
+    )

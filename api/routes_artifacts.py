@@ -28,6 +28,7 @@ from artifacts.records import (
     TailWindow,
     TextWindow,
 )
+from artifacts.retention import MAX_RETENTION_S
 
 router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"], responses=RESPONSES)
 
@@ -80,8 +81,12 @@ class RetentionChange(BaseModel):
 )
 def create_artifact(body: CreateArtifact, store: StoreDep, who: PrincipalDep) -> ArtifactInfo:
     """Create an empty artifact in state `writing`; upload with PUT or PATCH content."""
-    if isinstance(body.retention, int) and (body.retention <= 0 or body.retention > 2**40):
-        raise InvalidArgument("retention must be between 1 second and 2**40 seconds")
+    if isinstance(body.retention, int) and (
+        body.retention <= 0 or body.retention > MAX_RETENTION_S
+    ):
+        raise InvalidArgument(
+            f"retention must be between 1 and {MAX_RETENTION_S} seconds, or 'forever'"
+        )
     return store.create(
         who,
         kind=body.kind,
@@ -447,6 +452,10 @@ def change_retention(
 ) -> ArtifactInfo:
     """Ask for a retention; the answer says what applied (`retention_source`) and
     whether it was clamped (`retention_clamped`)."""
-    if isinstance(body.retention, int) and (body.retention <= 0 or body.retention > 2**40):
-        raise InvalidArgument("retention must be between 1 second and 2**40 seconds")
+    if isinstance(body.retention, int) and (
+        body.retention <= 0 or body.retention > MAX_RETENTION_S
+    ):
+        raise InvalidArgument(
+            f"retention must be between 1 and {MAX_RETENTION_S} seconds, or 'forever'"
+        )
     return store.set_retention(who, artifact_id, body.retention)

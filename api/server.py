@@ -10,7 +10,8 @@ from __future__ import annotations
 import sys
 
 from api.app import create_app
-from api.settings import ClientSettings
+from api.cleanup import PeriodicSweeper
+from api.settings import ClientSettings, ServerSettings
 from artifacts.config import StoreSettings
 from artifacts.store import ArtifactStore
 
@@ -38,6 +39,14 @@ def serve(host: str, port: int) -> int:
             file=sys.stderr,
         )
     app = create_app(store)
-    uvicorn.run(app, host=host, port=port, log_level="info", access_log=False)
-    store.close()
+    interval = ServerSettings.load().sweep_interval_s
+    sweeper = PeriodicSweeper(store, interval) if interval > 0 else None
+    if sweeper:
+        sweeper.start()
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="info", access_log=False)
+    finally:
+        if sweeper:
+            sweeper.stop()
+        store.close()
     return 0

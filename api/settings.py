@@ -21,3 +21,8 @@ class ClientSettings(SettingsBase):
     token: str | None = None
     owner: str = Field(default_factory=_default_owner)
     session_id: str | None = None
+
+
+class ServerSettings(SettingsBase):
+    # Seconds between cleanup passes of `overspill serve` (0 turns it off).
+    sweep_interval_s: float = Field(default=300, ge=0)

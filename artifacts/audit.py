@@ -6,9 +6,55 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from pydantic import BaseModel
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from artifacts.db.models import AuditEvent
+
+
+class AuditEntry(BaseModel):
+    id: int
+    at: datetime
+    actor: str
+    action: str
+    artifact_id: str | None
+    owner: str | None
+    details: dict[str, Any]
+
+
+def read(
+    s: Session,
+    *,
+    artifact_id: str | None = None,
+    owner: str | None = None,
+    action: str | None = None,
+    before_id: int | None = None,
+    limit: int = 100,
+) -> list[AuditEntry]:
+    """Newest first; ``before_id`` continues from the last id of a previous page."""
+    q = select(AuditEvent)
+    if artifact_id:
+        q = q.where(AuditEvent.artifact_id == artifact_id)
+    if owner:
+        q = q.where(AuditEvent.owner == owner)
+    if action:
+        q = q.where(AuditEvent.action == action)
+    if before_id is not None:
+        q = q.where(AuditEvent.id < before_id)
+    rows = s.execute(q.order_by(AuditEvent.id.desc()).limit(limit)).scalars().all()
+    return [
+        AuditEntry(
+            id=r.id,
+            at=r.at,
+            actor=r.actor,
+            action=r.action,
+            artifact_id=r.artifact_id,
+            owner=r.owner,
+            details=r.details or {},
+        )
+        for r in rows
+    ]
 
 
 def record(

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from artifacts.db.models import RetentionPolicy
 
 GLOBAL = "*"
+MAX_RETENTION_S = 100 * 365 * 86400  # beyond this, use "forever"
 Forever = Literal["forever"]
 
 
@@ -46,6 +47,13 @@ class Resolved:
 def effective_policy(s: Session, owner: str, server_default_s: int) -> Policy:
     glob = s.get(RetentionPolicy, GLOBAL)
     own = s.get(RetentionPolicy, owner) if owner != GLOBAL else None
+    return merge_policy(glob, own, server_default_s)
+
+
+def merge_policy(
+    glob: RetentionPolicy | None, own: RetentionPolicy | None, server_default_s: int
+) -> Policy:
+    """The owner's row over the global row over the server default, field by field."""
     if own is not None and own.default_retention_s is not None:
         default, dsrc = own.default_retention_s, "owner default"
     elif glob is not None and glob.default_retention_s is not None:

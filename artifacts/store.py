@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import ColumnElement, Engine, and_, delete, func, or_, select, tuple_, update
+from sqlalchemy import ColumnElement, Engine, and_, func, or_, select, tuple_, update
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -49,6 +49,7 @@ from artifacts.errors import (
     StorageUnavailable,
 )
 from artifacts.ids import check_artifact_id, new_artifact_id
+from artifacts.policies import Policies
 from artifacts.quotas import Quotas
 from artifacts.records import (
     GONE_STATES,
@@ -61,8 +62,9 @@ from artifacts.records import (
     TailWindow,
     TextWindow,
 )
-from artifacts.retention import Forever, effective_policy
+from artifacts.retention import MAX_RETENTION_S, Forever, effective_policy
 from artifacts.retention import resolve as resolve_retention
+from artifacts.sweeper import Sweeper
 from artifacts.tokens import TokenStore
 from artifacts.usage import bump_usage
 from artifacts.writer import ArtifactWriter
@@ -88,6 +90,8 @@ class ArtifactStore:
             engine.execution_options(**{WRITE_LOCK: True}), expire_on_commit=False
         )
         self.quotas = Quotas(self)
+        self.policies = Policies(self)
+        self.sweeper = Sweeper(self)
         self.tokens = TokenStore(self._locked_sessions, self.clock)
 
     @classmethod
@@ -251,7 +255,7 @@ class ArtifactStore:
                 created_at=now,
                 updated_at=now,
                 expires_at=resolved.expires_at,
-                retention_requested_s=resolved.requested_s,
+                retention_requested_s=0 if retention == "forever" else resolved.requested_s,
                 retention_source=resolved.source,
                 retention_clamped=resolved.clamped,
                 lease_token=lease_token,
@@ -704,7 +708,7 @@ class ArtifactStore:
             policy = effective_policy(s, row.owner, self.settings.default_retention_s)
             resolved = resolve_retention(policy, row.created_at, retention)
             row.expires_at = resolved.expires_at
-            row.retention_requested_s = resolved.requested_s
+            row.retention_requested_s = 0 if retention == "forever" else resolved.requested_s
             row.retention_source = resolved.source
             row.retention_clamped = resolved.clamped
             row.updated_at = now
@@ -753,34 +757,9 @@ class ArtifactStore:
         return list(owners.values())
 
     def purge_bytes(self, artifact_id: str) -> int:
-        """Remove a tombstoned artifact's blobs and segment rows; return bytes freed."""
-        freed = 0
-        while True:
-            with self._read() as s:
-                segs = s.execute(
-                    select(Segment.seq, Segment.blob_key, Segment.size)
-                    .where(Segment.artifact_id == artifact_id)
-                    .order_by(Segment.seq)
-                    .limit(1000)
-                ).all()
-            if not segs:
-                break
-            self.blobs.delete_many([k for _, k, _ in segs])
-            with self._write() as s:
-                s.execute(
-                    delete(Segment).where(
-                        Segment.artifact_id == artifact_id,
-                        Segment.seq.in_([q for q, _, _ in segs]),
-                    )
-                )
-            freed += sum(int(n) for _, _, n in segs)
-        with self._write() as s:
-            s.execute(
-                update(Artifact)
-                .where(Artifact.id == artifact_id, Artifact.state.in_(GONE_STATES))
-                .values(purged_at=self.clock.now())
-            )
-        return freed
+        """Remove a tombstoned artifact's bytes (claimed, so a sweeper never races
+        it); returns bytes freed."""
+        return self.sweeper.purge([artifact_id])
 
     # -- reads -----------------------------------------------------------------------
 
@@ -895,6 +874,27 @@ class ArtifactStore:
             raise InvalidRange(f"limit must be positive, got {value}")
         return min(value, cap)
 
+    def audit_log(
+        self,
+        *,
+        artifact_id: str | None = None,
+        owner: str | None = None,
+        action: str | None = None,
+        before_id: int | None = None,
+        limit: int = 100,
+    ) -> Sequence[audit.AuditEntry]:
+        if limit < 1 or limit > 1000:
+            raise InvalidArgument("limit must be between 1 and 1000")
+        with self._read() as s:
+            return audit.read(
+                s,
+                artifact_id=artifact_id,
+                owner=owner,
+                action=action,
+                before_id=before_id,
+                limit=limit,
+            )
+
     def check(self) -> None:
         """Raise StorageUnavailable if the database or the blob backend is unusable."""
         check_database(self.engine)
@@ -904,9 +904,9 @@ class ArtifactStore:
 def _check_retention(value: object) -> None:
     if value is None or value == "forever":
         return
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_RETENTION_S:
         raise InvalidArgument(
-            f"retention must be a positive number of seconds or 'forever', got {value!r}"
+            f"retention must be 1 to {MAX_RETENTION_S} seconds or 'forever', got {value!r}"
         )
 
 

@@ -55,6 +55,11 @@ class BlobStore(Protocol):
         """Every object whose key starts with ``prefix`` (for the orphan reconciler)."""
         ...
 
+    def discard_partial(self, older_than: datetime, *, dry_run: bool = False) -> int:
+        """Remove partial writes left by crashed writers (temp files, unfinished
+        multipart uploads) started before ``older_than``; return how many."""
+        ...
+
     def check(self) -> None:
         """Raise StorageUnavailable with the reason if the backend cannot be used."""
         ...

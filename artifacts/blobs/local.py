@@ -179,6 +179,24 @@ class LocalBlobStore:
                     continue
                 yield BlobInfo(key, st.st_size, datetime.fromtimestamp(st.st_mtime, UTC))
 
+    def discard_partial(self, older_than: datetime, *, dry_run: bool = False) -> int:
+        found = 0
+        cutoff = older_than.timestamp()
+        for dirpath, _dirs, filenames in os.walk(self.root, followlinks=False):
+            for name in filenames:
+                if not name.startswith(".tmp-"):
+                    continue
+                path = os.path.join(dirpath, name)
+                try:
+                    st = os.lstat(path)
+                    if stat.S_ISREG(st.st_mode) and st.st_mtime < cutoff:
+                        found += 1
+                        if not dry_run:
+                            os.unlink(path)
+                except OSError:
+                    continue
+        return found
+
     def check(self) -> None:
         try:
             fd = self._open_dir([], create=False)

@@ -7,6 +7,7 @@ botocore errors are translated here: nothing above this module sees one.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from artifacts.blobs.base import BlobInfo, BlobNotFound, check_key
@@ -123,16 +124,20 @@ class S3BlobStore:
         except Exception as exc:
             raise self._fail("list", prefix, exc) from None
 
-    def abort_stale_uploads(self) -> int:
-        """Abort multipart uploads left under our prefix (this backend starts none)."""
+    def discard_partial(self, older_than: datetime, *, dry_run: bool = False) -> int:
+        """Abort multipart uploads left under our prefix (ours are single PUTs, but
+        a shared bucket or an older client may leave some)."""
         aborted = 0
         try:
             resp = self._client.list_multipart_uploads(Bucket=self.bucket, Prefix=self.prefix)
             for up in resp.get("Uploads", []):
-                self._client.abort_multipart_upload(
-                    Bucket=self.bucket, Key=up["Key"], UploadId=up["UploadId"]
-                )
+                if up["Initiated"] >= older_than:
+                    continue
                 aborted += 1
+                if not dry_run:
+                    self._client.abort_multipart_upload(
+                        Bucket=self.bucket, Key=up["Key"], UploadId=up["UploadId"]
+                    )
         except Exception as exc:
             raise self._fail("list uploads", "", exc) from None
         return aborted

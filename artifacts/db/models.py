@@ -75,6 +75,7 @@ class Artifact(Base):
     completed_at: Mapped[datetime | None]
     # Retention as resolved when set: where it came from and whether it was clamped.
     expires_at: Mapped[datetime | None]
+    # Seconds the producer asked for; 0 records a request for "forever".
     retention_requested_s: Mapped[int | None] = mapped_column(BigInteger)
     retention_source: Mapped[str | None] = mapped_column(String(50))
     retention_clamped: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -88,6 +89,10 @@ class Artifact(Base):
     purged_at: Mapped[datetime | None]
     lease_token: Mapped[str | None] = mapped_column(String(64))
     lease_expires_at: Mapped[datetime | None]
+    # A sweeper's claim on this row while it deletes the bytes: several sweepers
+    # (several API processes) never work on the same artifact at once.
+    sweep_token: Mapped[str | None] = mapped_column(String(64))
+    sweep_until: Mapped[datetime | None]
 
     __table_args__ = (
         Index("ix_artifacts_owner_created", "owner", "created_at", "id"),
@@ -97,6 +102,7 @@ class Artifact(Base):
         Index("ix_artifacts_session", "owner", "session_id"),
         Index("ix_artifacts_state_expires", "state", "expires_at"),
         Index("ix_artifacts_state_lease", "state", "lease_expires_at"),
+        Index("ix_artifacts_state_purged", "state", "purged_at"),
     )
 
 

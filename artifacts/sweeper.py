@@ -1,0 +1,359 @@
+"""Cleanup that really frees space, safely, while reads and writes go on.
+
+- **Expire**: artifacts past ``expires_at`` (unpinned, not being written) become
+  ``expired`` tombstones, then their bytes are deleted.
+- **Purge**: tombstones whose bytes are still stored (a user delete whose blob
+  delete failed, a quota eviction) get their bytes deleted; much later the
+  tombstone row itself is removed.
+- **Reconcile**: blobs no row refers to (older than a grace period), writers whose
+  lease lapsed, and partial uploads left by crashed writers.
+
+Rows are claimed before their bytes are touched: ``FOR UPDATE SKIP LOCKED`` on
+PostgreSQL (SQLite serialises the claim transactions), plus a claim token with a
+deadline on the row, so several sweepers (several API processes) never work on
+the same artifact and never block each other; a sweeper that dies mid-way loses
+its claim when the deadline passes. A reader racing a purge gets the bytes or a
+410, never wrong bytes: segments are deleted only after the row is a tombstone.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+from sqlalchemy import ColumnElement, delete, func, or_, select, update
+
+from artifacts import audit
+from artifacts.blobs.base import BlobInfo
+from artifacts.db.models import Artifact, Segment
+from artifacts.errors import StorageUnavailable
+from artifacts.records import GONE_STATES
+from artifacts.usage import bump_usage
+
+if TYPE_CHECKING:
+    from artifacts.store import ArtifactStore
+
+_EXPIRABLE = ("complete", "capped", "incomplete", "failed")
+_MAX_LISTED = 100
+
+
+class SweepReport(BaseModel):
+    dry_run: bool
+    expired: int = 0
+    expired_bytes: int = 0
+    purged: int = 0
+    bytes_freed: int = 0
+    tombstones_removed: int = 0
+    writers_finalised: int = 0
+    orphan_blobs: int = 0
+    orphan_bytes: int = 0
+    partial_uploads: int = 0
+    legacy_spill_files: int = 0
+    errors: list[str] = Field(default_factory=list)
+    artifact_ids: list[str] = Field(default_factory=list, description="First affected ids")
+
+
+class Sweeper:
+    def __init__(
+        self,
+        store: ArtifactStore,
+        *,
+        batch: int = 500,
+        claim_s: float = 300,
+        orphan_grace_s: float = 3600,
+        tombstone_keep_s: float = 30 * 86400,
+    ) -> None:
+        self._store = store
+        self.batch = batch
+        self.claim = timedelta(seconds=claim_s)
+        self.orphan_grace = timedelta(seconds=orphan_grace_s)
+        self.tombstone_keep = timedelta(seconds=tombstone_keep_s)
+
+    def run(self, *, dry_run: bool = False, reconcile: bool = True) -> SweepReport:
+        report = SweepReport(dry_run=dry_run)
+        steps = [self._expire, self._purge_pending, self._remove_old_tombstones]
+        if reconcile:
+            steps += [self._finalise_writers, self._reclaim_orphans, self._partial_uploads]
+        for step in steps:
+            try:
+                step(report)
+            except StorageUnavailable as exc:
+                report.errors.append(f"{step.__name__.strip('_')}: {exc.message}")
+        return report
+
+    # -- expiry ----------------------------------------------------------------------
+
+    def _expired_filter(self, now: datetime) -> list[ColumnElement[bool]]:
+        return [
+            Artifact.state.in_(_EXPIRABLE),
+            Artifact.expires_at <= now,
+            Artifact.pinned_at.is_(None),
+            or_(Artifact.sweep_until.is_(None), Artifact.sweep_until < now),
+        ]
+
+    def _expire(self, report: SweepReport) -> None:
+        store = self._store
+        now = store.clock.now()
+        if report.dry_run:
+            with store._read() as s:
+                count, size = s.execute(
+                    select(func.count(), func.coalesce(func.sum(Artifact.size_bytes), 0)).where(
+                        *self._expired_filter(now)
+                    )
+                ).one()
+                ids = (
+                    s.execute(
+                        select(Artifact.id).where(*self._expired_filter(now)).limit(_MAX_LISTED)
+                    )
+                    .scalars()
+                    .all()
+                )
+            report.expired, report.expired_bytes = int(count), int(size)
+            report.artifact_ids.extend(ids)
+            return
+        while True:
+            token = secrets.token_hex(8)
+            with store._write() as s:
+                rows = (
+                    s.execute(
+                        select(Artifact)
+                        .where(*self._expired_filter(now))
+                        .order_by(Artifact.expires_at)
+                        .limit(self.batch)
+                        .with_for_update(skip_locked=True)
+                    )
+                    .scalars()
+                    .all()
+                )
+                for row in rows:
+                    row.state = "expired"
+                    row.deleted_at = now
+                    row.deleted_by = "system:retention"
+                    row.delete_reason = "expired"
+                    row.updated_at = now
+                    row.sweep_token = token
+                    row.sweep_until = now + self.claim
+                    bump_usage(s, row.owner, -row.size_bytes, -1)
+                    audit.record(
+                        s,
+                        now,
+                        "system:retention",
+                        "expire",
+                        artifact_id=row.id,
+                        owner=row.owner,
+                        bytes=row.size_bytes,
+                        expired_at=row.expires_at.isoformat() if row.expires_at else None,
+                    )
+                claimed = [(r.id, r.size_bytes) for r in rows]
+            if not claimed:
+                return
+            report.expired += len(claimed)
+            report.expired_bytes += sum(n for _, n in claimed)
+            _note(report, [i for i, _ in claimed])
+            freed = self._delete_bytes([i for i, _ in claimed], token)
+            report.purged += len(claimed)
+            report.bytes_freed += freed
+            if len(claimed) < self.batch:
+                return
+
+    # -- purging tombstones ----------------------------------------------------------
+
+    def purge(self, artifact_ids: Sequence[str]) -> int:
+        """Claim the given tombstones and delete their bytes; returns bytes freed.
+        Ids another sweeper is already purging are skipped."""
+        store = self._store
+        now = store.clock.now()
+        token = secrets.token_hex(8)
+        with store._write() as s:
+            result = s.execute(
+                update(Artifact)
+                .where(
+                    Artifact.id.in_(list(artifact_ids)),
+                    Artifact.state.in_(GONE_STATES),
+                    Artifact.purged_at.is_(None),
+                    or_(Artifact.sweep_until.is_(None), Artifact.sweep_until < now),
+                )
+                .values(sweep_token=token, sweep_until=now + self.claim)
+                .execution_options(synchronize_session=False)
+            )
+            claimed = int(getattr(result, "rowcount", 0) or 0)
+        if not claimed:
+            return 0
+        return self._delete_bytes(list(artifact_ids), token)
+
+    def _purge_pending(self, report: SweepReport) -> None:
+        store = self._store
+        now = store.clock.now()
+        pending = [
+            Artifact.state.in_(GONE_STATES),
+            Artifact.purged_at.is_(None),
+            or_(Artifact.sweep_until.is_(None), Artifact.sweep_until < now),
+        ]
+        if report.dry_run:
+            with store._read() as s:
+                count = s.execute(
+                    select(func.count()).select_from(Artifact).where(*pending)
+                ).scalar_one()
+                size = s.execute(
+                    select(func.coalesce(func.sum(Segment.size), 0))
+                    .join(Artifact, Artifact.id == Segment.artifact_id)
+                    .where(*pending)
+                ).scalar_one()
+            report.purged += int(count)
+            report.bytes_freed += int(size)
+            return
+        while True:
+            token = secrets.token_hex(8)
+            with store._write() as s:
+                ids = list(
+                    s.execute(
+                        select(Artifact.id)
+                        .where(*pending)
+                        .limit(self.batch)
+                        .with_for_update(skip_locked=True)
+                    ).scalars()
+                )
+                if ids:
+                    s.execute(
+                        update(Artifact)
+                        .where(Artifact.id.in_(ids))
+                        .values(sweep_token=token, sweep_until=now + self.claim)
+                        .execution_options(synchronize_session=False)
+                    )
+            if not ids:
+                return
+            report.bytes_freed += self._delete_bytes(ids, token)
+            report.purged += len(ids)
+            _note(report, ids)
+            if len(ids) < self.batch:
+                return
+
+    def _delete_bytes(self, ids: list[str], token: str) -> int:
+        """Delete the segments of claimed tombstones: blobs first (in batches, one
+        DeleteObjects per 1000 on S3), then their rows, then mark them purged."""
+        store = self._store
+        with store._read() as s:
+            segs = s.execute(
+                select(Segment.artifact_id, Segment.seq, Segment.blob_key, Segment.size).where(
+                    Segment.artifact_id.in_(ids)
+                )
+            ).all()
+        store.blobs.delete_many([k for _, _, k, _ in segs])
+        now = store.clock.now()
+        with store._write() as s:
+            s.execute(delete(Segment).where(Segment.artifact_id.in_(ids)))
+            s.execute(
+                update(Artifact)
+                .where(Artifact.id.in_(ids), Artifact.sweep_token == token)
+                .values(purged_at=now, sweep_token=None, sweep_until=None)
+                .execution_options(synchronize_session=False)
+            )
+        return sum(int(n) for _, _, _, n in segs)
+
+    def _remove_old_tombstones(self, report: SweepReport) -> None:
+        store = self._store
+        cutoff = store.clock.now() - self.tombstone_keep
+        old = [
+            Artifact.state.in_(GONE_STATES),
+            Artifact.purged_at.is_not(None),
+            Artifact.purged_at < cutoff,
+        ]
+        if report.dry_run:
+            with store._read() as s:
+                report.tombstones_removed = int(
+                    s.execute(select(func.count()).select_from(Artifact).where(*old)).scalar_one()
+                )
+            return
+        while True:
+            with store._write() as s:
+                rows = s.execute(
+                    select(Artifact.id, Artifact.owner)
+                    .where(*old)
+                    .limit(self.batch)
+                    .with_for_update(skip_locked=True)
+                ).all()
+                if rows:
+                    now = store.clock.now()
+                    s.execute(delete(Artifact).where(Artifact.id.in_([r[0] for r in rows])))
+                    for art_id, owner in rows:
+                        audit.record(
+                            s, now, "system:retention", "purge", artifact_id=art_id, owner=owner
+                        )
+            report.tombstones_removed += len(rows)
+            if len(rows) < self.batch:
+                return
+
+    # -- reconciling -----------------------------------------------------------------
+
+    def _finalise_writers(self, report: SweepReport) -> None:
+        store = self._store
+        if report.dry_run:
+            now = store.clock.now()
+            with store._read() as s:
+                report.writers_finalised = int(
+                    s.execute(
+                        select(func.count())
+                        .select_from(Artifact)
+                        .where(Artifact.state == "writing", Artifact.lease_expires_at <= now)
+                    ).scalar_one()
+                )
+            return
+        report.writers_finalised = store.reap_stale_writers()
+
+    def _reclaim_orphans(self, report: SweepReport) -> None:
+        store = self._store
+        cutoff = store.clock.now() - self.orphan_grace
+        for artifact_id, blobs in _by_artifact(store.blobs.list()):
+            with store._read() as s:
+                known = set(
+                    s.execute(
+                        select(Segment.blob_key).where(Segment.artifact_id == artifact_id)
+                    ).scalars()
+                )
+            orphans = [b for b in blobs if b.key not in known and b.modified < cutoff]
+            if not orphans:
+                continue
+            # Re-check under the lock that publishes segments: a writer that just
+            # committed this blob must not lose it.
+            with store._write() as s:
+                known = set(
+                    s.execute(
+                        select(Segment.blob_key).where(Segment.artifact_id == artifact_id)
+                    ).scalars()
+                )
+            orphans = [b for b in orphans if b.key not in known]
+            report.orphan_blobs += len(orphans)
+            report.orphan_bytes += sum(b.size for b in orphans)
+            if not report.dry_run and orphans:
+                store.blobs.delete_many([b.key for b in orphans])
+
+    def _partial_uploads(self, report: SweepReport) -> None:
+        cutoff = self._store.clock.now() - self.orphan_grace
+        report.partial_uploads = self._store.blobs.discard_partial(cutoff, dry_run=report.dry_run)
+
+
+def _by_artifact(blobs: Iterator[BlobInfo]) -> Iterator[tuple[str, list[BlobInfo]]]:
+    """Group a key-ordered listing by its artifact-id prefix, one group in memory."""
+    current: str | None = None
+    group: list[BlobInfo] = []
+    for b in blobs:
+        prefix = b.key.split("/", 1)[0]
+        if prefix != current and group:
+            yield current or "", group
+            group = []
+        current = prefix
+        group.append(b)
+    if group:
+        yield current or "", group
+
+
+def _note(report: SweepReport, ids: Sequence[str]) -> None:
+    room = _MAX_LISTED - len(report.artifact_ids)
+    if room > 0:
+        report.artifact_ids.extend(ids[:room])
+
+
+__all__ = ["SweepReport", "Sweeper"]
