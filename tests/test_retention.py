@@ -252,7 +252,7 @@ def test_a_read_racing_a_delete_gets_the_bytes_or_410(
         art = write_artifact(store, data, chunks=[100_000, 100_000, 100_000])
         outcomes: list[object] = []
 
-        def read() -> None:
+        def read(art: str = art, outcomes: list[object] = outcomes) -> None:
             for _ in range(20):
                 try:
                     got = store.read_bytes(ALICE, art, 0, len(data))
