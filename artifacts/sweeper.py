@@ -24,11 +24,11 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
-from sqlalchemy import ColumnElement, delete, func, or_, select, update
+from sqlalchemy import ColumnElement, delete, func, insert, or_, select, update
 
 from artifacts import audit
 from artifacts.blobs.base import BlobInfo
-from artifacts.db.models import Artifact, Segment
+from artifacts.db.models import Artifact, AuditEvent, Segment
 from artifacts.errors import StorageUnavailable
 from artifacts.records import GONE_STATES
 from artifacts.usage import bump_usage
@@ -117,37 +117,56 @@ class Sweeper:
         while True:
             token = secrets.token_hex(8)
             with store._write() as s:
-                rows = (
-                    s.execute(
-                        select(Artifact)
-                        .where(*self._expired_filter(now))
-                        .order_by(Artifact.expires_at)
-                        .limit(self.batch)
-                        .with_for_update(skip_locked=True)
-                    )
-                    .scalars()
-                    .all()
-                )
-                for row in rows:
-                    row.state = "expired"
-                    row.deleted_at = now
-                    row.deleted_by = "system:retention"
-                    row.delete_reason = "expired"
-                    row.updated_at = now
-                    row.sweep_token = token
-                    row.sweep_until = now + self.claim
-                    bump_usage(s, row.owner, -row.size_bytes, -1)
-                    audit.record(
-                        s,
-                        now,
-                        "system:retention",
-                        "expire",
-                        artifact_id=row.id,
-                        owner=row.owner,
-                        bytes=row.size_bytes,
-                        expired_at=row.expires_at.isoformat() if row.expires_at else None,
-                    )
+                rows = s.execute(
+                    select(Artifact.id, Artifact.owner, Artifact.size_bytes, Artifact.expires_at)
+                    .where(*self._expired_filter(now))
+                    .order_by(Artifact.expires_at)
+                    .limit(self.batch)
+                    .with_for_update(skip_locked=True)
+                ).all()
                 claimed = [(r.id, r.size_bytes) for r in rows]
+                if claimed:
+                    # Set-based: one UPDATE, one usage update per owner, one audit insert.
+                    s.execute(
+                        update(Artifact)
+                        .where(Artifact.id.in_([i for i, _ in claimed]))
+                        .values(
+                            state="expired",
+                            deleted_at=now,
+                            deleted_by="system:retention",
+                            delete_reason="expired",
+                            updated_at=now,
+                            sweep_token=token,
+                            sweep_until=now + self.claim,
+                        )
+                        .execution_options(synchronize_session=False)
+                    )
+                    freed_by_owner: dict[str, list[int]] = {}
+                    for r in rows:
+                        acc = freed_by_owner.setdefault(r.owner, [0, 0])
+                        acc[0] += r.size_bytes
+                        acc[1] += 1
+                    for owner, (nbytes, count) in freed_by_owner.items():
+                        bump_usage(s, owner, -nbytes, -count)
+                    s.execute(
+                        insert(AuditEvent),
+                        [
+                            {
+                                "at": now,
+                                "actor": "system:retention",
+                                "action": "expire",
+                                "artifact_id": r.id,
+                                "owner": r.owner,
+                                "details": {
+                                    "bytes": r.size_bytes,
+                                    "expired_at": r.expires_at.isoformat()
+                                    if r.expires_at
+                                    else None,
+                                },
+                            }
+                            for r in rows
+                        ],
+                    )
             if not claimed:
                 return
             report.expired += len(claimed)
