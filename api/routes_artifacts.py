@@ -156,7 +156,6 @@ async def append_content(
     """Append the body at `offset`. An empty body only renews the upload's lease."""
     writer = await _stream_into(request, store, who, artifact_id, offset)
     await run_in_threadpool(store.end_append, writer, offset)
-    await run_in_threadpool(store._renew_lease, artifact_id, None)
     return await run_in_threadpool(store.get, who, artifact_id)
 
 

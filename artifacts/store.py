@@ -425,6 +425,7 @@ class ArtifactStore:
             writer.abandon()
         if writer.capped:
             self._mark_total(writer.id, offset + writer.total_bytes)
+        self._renew_lease(writer.id, None)  # an append, even an empty one, keeps it alive
         if writer.stopped:
             raise QuotaExceeded(writer.stopped)
 
@@ -439,7 +440,6 @@ class ArtifactStore:
                 writer.write(chunk)
         finally:
             self.end_append(writer, offset)
-        self._renew_lease(artifact_id, None)
         return self.get(principal, artifact_id)
 
     def _mark_total(self, artifact_id: str, total: int) -> None:
