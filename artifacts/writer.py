@@ -115,7 +115,6 @@ class ArtifactWriter:
         if n > room:
             data = memoryview(data)[:room]
             n = room
-        self._hasher.update(data)
         self._accepted += n
         view = memoryview(data)
         while view:
@@ -266,6 +265,8 @@ class ArtifactWriter:
         try:
             # Counting here, off the producer's thread, balances the two threads.
             with memoryview(item.buf)[: item.fill] as data:
+                # Hashing here, in segment order, keeps the producer's thread to one copy.
+                self._hasher.update(data)
                 self._commit_fn(item.offset, data, item.buf.count(b"\n", 0, item.fill))
         except QuotaExceeded as exc:
             # Not a failure: the artifact keeps its prefix and becomes capped.
