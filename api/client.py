@@ -40,18 +40,24 @@ from artifacts.tokens import IssuedToken, TokenInfo
 from artifacts.writer import ArtifactWriter
 from shell.results import ArtifactRef
 
+# Each store error carries its own code; the HTTP layer adds a few of its own.
 _BY_CODE: dict[str, type[OverspillError]] = {
-    "not_found": NotFound,
-    "invalid_argument": InvalidArgument,
+    **{
+        cls.code: cls
+        for cls in (
+            NotFound,
+            InvalidArgument,
+            InvalidRange,
+            Conflict,
+            QuotaExceeded,
+            PermissionDenied,
+            StorageUnavailable,
+        )
+    },
     "invalid_request": InvalidArgument,
-    "invalid_range": InvalidRange,
     "range_not_satisfiable": InvalidRange,
-    "conflict": Conflict,
-    "quota_exceeded": QuotaExceeded,
-    "permission_denied": PermissionDenied,
     "forbidden": PermissionDenied,
     "unauthorized": PermissionDenied,
-    "storage_unavailable": StorageUnavailable,
 }
 
 

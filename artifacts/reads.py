@@ -35,6 +35,14 @@ def _char_len(lead: int) -> int:
     return 1
 
 
+def utf8_skip_partial(data: bytes) -> int:
+    """Leading bytes to drop so ``data`` does not start inside a UTF-8 character."""
+    skip = 0
+    while skip < min(3, len(data)) and _is_continuation(data[skip]):
+        skip += 1
+    return skip
+
+
 def utf8_safe_end(data: bytes) -> int:
     """Length of the longest prefix of ``data`` that does not end mid-character."""
     n = len(data)
@@ -57,9 +65,7 @@ def text_window(content: Content, offset: int, limit: int, *, complete: bool) ->
     start = min(offset, size)
     # Pull 3 extra bytes either side so a character straddling an edge is resolved.
     raw = content.read(start, min(size, start + limit + 3))
-    skip = 0
-    while skip < min(3, len(raw)) and _is_continuation(raw[skip]):
-        skip += 1
+    skip = utf8_skip_partial(raw)
     body = raw[skip : skip + limit]
     cut = utf8_safe_end(body)
     if cut == 0 and body:
@@ -183,9 +189,7 @@ def tail(
             raise InvalidRange(f"tail lines must be >= 1, got {lines}")
         start, truncated = _tail_lines_start(content, lines, max_bytes)
     raw = content.read(start, size)
-    skip = 0
-    while skip < min(3, len(raw)) and _is_continuation(raw[skip]):
-        skip += 1
+    skip = utf8_skip_partial(raw)
     start += skip
     first_line = content.line_number_at(start) if _at_line_start(content, start) else None
     return TailWindow(

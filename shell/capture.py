@@ -15,30 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from artifacts.reads import utf8_safe_end, utf8_skip_partial
 from shell.results import ArtifactRef, CollectedOutput
 from shell.sink import SinkStream
 from shell.spill import SpillFile
 
 RetentionMode = Literal["tail", "head_tail"]
-
-
-def skip_partial_char(data: bytes) -> int:
-    """Leading bytes to drop so ``data`` does not start inside a UTF-8 character."""
-    n = 0
-    while n < min(3, len(data)) and 0x80 <= data[n] <= 0xBF:
-        n += 1
-    return n
-
-
-def trim_partial_char_end(data: bytes) -> int:
-    """Length of ``data`` without a trailing, incomplete UTF-8 character."""
-    i = len(data) - 1
-    while i >= 0 and len(data) - i <= 4 and 0x80 <= data[i] <= 0xBF:
-        i -= 1
-    if i < 0 or data[i] < 0xC0:
-        return len(data)
-    need = 4 if data[i] >= 0xF0 else 3 if data[i] >= 0xE0 else 2
-    return len(data) if i + need <= len(data) else i
 
 
 @dataclass(frozen=True)
@@ -170,10 +152,10 @@ class OutputCollector:
         if total <= self._window:
             data = head + tail
             return data.decode("utf-8", errors="replace")
-        tail = tail[skip_partial_char(tail) :]
+        tail = tail[utf8_skip_partial(tail) :]
         if not head:
             return tail.decode("utf-8", errors="replace")
-        head = head[: trim_partial_char_end(head)]
+        head = head[: utf8_safe_end(head)]
         omitted = total - len(head) - len(tail)
         return (
             head.decode("utf-8", errors="replace")

@@ -16,7 +16,8 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from shell.capture import OutputCollector, skip_partial_char
+from artifacts.reads import utf8_skip_partial
+from shell.capture import OutputCollector
 from shell.config import ShellSettings
 from shell.environment import child_environment
 from shell.process import ProcessTree, Pump, signal_name, spawn
@@ -27,7 +28,7 @@ from shell.render import (
     render_result,
     stream_text,
 )
-from shell.results import BackgroundRead, CollectedOutput, ExecResult
+from shell.results import BackgroundRead, ExecResult
 from shell.sink import OutputSink
 from shell.spec import ExecRequest, ExecSpec, resolve
 from shell.spill import SpillFile, sweep_old_spill_files
@@ -236,7 +237,7 @@ class BackgroundJob:
             self._offsets = [deltas[0].next_offset, deltas[1].next_offset]
         texts = []
         for d in deltas:
-            data = d.data[skip_partial_char(d.data) :] if d.lossy else d.data
+            data = d.data[utf8_skip_partial(d.data) :] if d.lossy else d.data
             texts.append(data.decode("utf-8", errors="replace"))
         body = join_streams(texts[0], texts[1])
         lossy = any(d.lossy for d in deltas)
@@ -270,7 +271,3 @@ class BackgroundJob:
         if self._waiter.is_alive():
             return None
         return self._job.finish()
-
-    def outputs(self) -> tuple[CollectedOutput, CollectedOutput] | None:
-        result = self._job._result
-        return (result.stdout, result.stderr) if result else None
