@@ -1,11 +1,15 @@
 """Streaming writes: append any chunking, bounded memory, live visibility, a lease.
 
-The caller's thread hashes and buffers; one background thread publishes full
-segments (blob first, then the row that makes it visible), publishes a partial
-segment when data has waited ``flush_interval`` (so slow output still shows up),
-and renews the lease. At most ``max_pending`` segments wait for it, which is the
-whole of the writer's memory. If the process dies, the lease lapses and the
-artifact becomes ``incomplete`` with every published segment still readable.
+The caller's thread only copies into a segment buffer. One background thread
+publishes full segments (blob first, then the row that makes it visible),
+publishes a partial segment when data has waited ``flush_interval`` (so slow
+output still shows up), and renews the lease. While it counts newlines and
+writes a segment, a second thread hashes that same segment: the three stages
+overlap, which is what lets a write keep pace with a plain file (hashing alone
+costs as much as the write). At most ``max_pending`` segments wait, plus the
+one being published: that is the whole of the writer's memory. If the process
+dies, the lease lapses and the artifact becomes ``incomplete`` with every
+published segment still readable.
 """
 
 from __future__ import annotations
@@ -15,11 +19,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 from artifacts.errors import Conflict, OverspillError, QuotaExceeded, StorageUnavailable
+from artifacts.newlines import NewlineCounter
 from artifacts.records import WriteResult
 
 CommitFn = Callable[[int, memoryview, int], None]
@@ -61,6 +67,9 @@ class ArtifactWriter:
         self._finish_fn = finish
         self._max_pending = max_pending
         self._hasher = hashlib.sha256()
+        # Started on the first publish, so a small artifact never spawns it.
+        self._hash_thread = ThreadPoolExecutor(1, thread_name_prefix=f"hash-{artifact_id}")
+        self._newlines = NewlineCounter()
         # Fixed-size buffers, reused: no reallocation churn, so RSS stays flat.
         self._pool: list[bytearray] = []
         self._buffer = bytearray(segment_bytes)
@@ -157,6 +166,7 @@ class ArtifactWriter:
             self._closing = True
             self._cond.notify_all()
         self._thread.join()
+        self._hash_thread.shutdown()
         err = self.error or error
         if err:
             final = "failed"
@@ -192,6 +202,7 @@ class ArtifactWriter:
             self._fill = 0
             self._cond.notify_all()
         self._thread.join()
+        self._hash_thread.shutdown()
         self._result = WriteResult(
             id=self.id,
             state="writing",
@@ -263,11 +274,15 @@ class ArtifactWriter:
 
     def _publish(self, item: _Pending) -> None:
         try:
-            # Counting here, off the producer's thread, balances the two threads.
             with memoryview(item.buf)[: item.fill] as data:
-                # Hashing here, in segment order, keeps the producer's thread to one copy.
-                self._hasher.update(data)
-                self._commit_fn(item.offset, data, item.buf.count(b"\n", 0, item.fill))
+                # hashlib releases the GIL on large updates, so this runs beside the
+                # count and the write below. Waiting for it before the next segment
+                # keeps the hash in segment order and the buffer unshared.
+                hashed = self._hash_thread.submit(self._hasher.update, data)
+                try:
+                    self._commit_fn(item.offset, data, self._newlines.count(data))
+                finally:
+                    hashed.result()
         except QuotaExceeded as exc:
             # Not a failure: the artifact keeps its prefix and becomes capped.
             with self._cond:

@@ -365,3 +365,14 @@ def test_bad_settings_name_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OVERSPILL_SEGMENT_BYTES", "-3")
     with pytest.raises(ConfigurationError, match="OVERSPILL_SEGMENT_BYTES"):
         StoreSettings.load()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.binary(max_size=3000), st.integers(min_value=0, max_value=3))
+def test_newline_counts_agree_with_bytes_count_across_slices(data: bytes, repeat: int) -> None:
+    from artifacts import newlines
+
+    big = data * (1 + repeat * ((newlines._SLICE // max(len(data), 1)) + 1))
+    counter = newlines.NewlineCounter()
+    assert counter.count(big) == big.count(b"\n")
+    assert counter.count(memoryview(bytearray(big))[1:]) == big[1:].count(b"\n")
