@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request, Response
 
-from api import errors, routes_admin, routes_artifacts, routes_ops
+from api import errors, routes_admin, routes_artifacts, routes_ops, routes_ui
 from api.metrics import Metrics
 from artifacts.config import StoreSettings
 from artifacts.store import ArtifactStore
@@ -41,6 +41,7 @@ def create_app(
     app.include_router(routes_artifacts.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_ops.router)
+    app.include_router(routes_ui.make_router())
 
     @app.middleware("http")
     async def _measure(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request
+from fastapi import Depends, HTTPException, Query, Request
 
 from artifacts.records import Principal
 from artifacts.store import ArtifactStore
@@ -19,12 +19,16 @@ def get_store(request: Request) -> ArtifactStore:
 StoreDep = Annotated[ArtifactStore, Depends(get_store)]
 
 
-def get_principal(request: Request, store: StoreDep) -> Principal:
+def bearer_secret(request: Request) -> str:
     header = request.headers.get("authorization", "")
     scheme, _, secret = header.partition(" ")
     if scheme.lower() != "bearer" or not secret.strip():
         raise HTTPException(401, "a bearer token is required", {"WWW-Authenticate": "Bearer"})
-    principal = store.tokens.authenticate(secret.strip())
+    return secret.strip()
+
+
+def get_principal(request: Request, store: StoreDep) -> Principal:
+    principal = store.tokens.authenticate(bearer_secret(request))
     if principal is None:
         raise HTTPException(
             401,
@@ -36,6 +40,32 @@ def get_principal(request: Request, store: StoreDep) -> Principal:
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+def content_scope(artifact_id: str) -> str:
+    return f"content:{artifact_id}"
+
+
+def get_reader(
+    request: Request,
+    store: StoreDep,
+    artifact_id: str,
+    ticket: Annotated[
+        str | None,
+        Query(max_length=200, description="A download ticket, instead of a bearer token"),
+    ] = None,
+) -> Principal:
+    """The bearer token's principal or, for links a browser follows without
+    headers, the principal a ticket for this very artifact acts for."""
+    if ticket is None or request.headers.get("authorization"):
+        return get_principal(request, store)
+    principal = store.tokens.redeem(ticket, content_scope(artifact_id))
+    if principal is None:
+        raise HTTPException(401, "invalid or expired download ticket")
+    return principal
+
+
+ReaderDep = Annotated[Principal, Depends(get_reader)]
 
 
 def get_admin(principal: PrincipalDep) -> Principal:

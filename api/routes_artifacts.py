@@ -16,7 +16,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.deps import PrincipalDep, StoreDep
+from api.deps import PrincipalDep, ReaderDep, StoreDep, bearer_secret, content_scope
 from api.errors import RESPONSES, ErrorBody, error_response
 from api.ranges import RangeNotSatisfiable, parse_range
 from artifacts.errors import InvalidArgument, OverspillError, StorageUnavailable
@@ -261,7 +261,7 @@ def download_content(
     artifact_id: _ARTIFACT_ID,
     request: Request,
     store: StoreDep,
-    who: PrincipalDep,
+    who: ReaderDep,
     range_header: str | None = Header(None, alias="range"),
     if_none_match: str | None = Header(None),
     follow: bool = Query(False, description="Keep streaming until a writing artifact ends"),
@@ -304,6 +304,29 @@ def download_content(
         status_code=status,
         media_type=_content_type(info.media_type),
         headers=headers,
+    )
+
+
+class DownloadLink(BaseModel):
+    url: str = Field(..., description="Relative URL of the content, valid without a header")
+    expires_at: datetime
+
+
+_LINK_TTL_S = 120
+
+
+@router.post("/{artifact_id}/download-link", response_model=DownloadLink)
+def download_link(
+    artifact_id: _ARTIFACT_ID, request: Request, store: StoreDep, who: PrincipalDep
+) -> DownloadLink:
+    """A short-lived URL for this artifact's content that needs no Authorization
+    header (for a browser download). It stops working when the token is revoked."""
+    store.get(who, artifact_id)  # 404 for another owner's, exactly as for a missing id
+    ticket, expires = store.tokens.ticket(
+        bearer_secret(request), content_scope(artifact_id), _LINK_TTL_S
+    )
+    return DownloadLink(
+        url=f"/v1/artifacts/{artifact_id}/content?ticket={ticket}", expires_at=expires
     )
 
 

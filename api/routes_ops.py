@@ -1,4 +1,5 @@
-"""Liveness, readiness and metrics: unauthenticated, and revealing nothing stored."""
+"""Liveness, readiness and metrics (unauthenticated, revealing nothing stored), and
+``/v1/whoami`` for a token's holder."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from api.deps import StoreDep
+from api.deps import PrincipalDep, StoreDep
 from artifacts.errors import StorageUnavailable
+from artifacts.records import Principal
 
 router = APIRouter(tags=["operations"])
 
@@ -26,6 +28,12 @@ def readyz(store: StoreDep) -> Response:
     except StorageUnavailable as exc:
         return JSONResponse({"status": "unavailable", "reason": exc.message}, status_code=503)
     return JSONResponse({"status": "ready"})
+
+
+@router.get("/v1/whoami", response_model=Principal, tags=["session"])
+def whoami(who: PrincipalDep) -> Principal:
+    """The principal and role behind the bearer token (the UI's sign-in check)."""
+    return who
 
 
 @router.get("/metrics", response_class=Response)

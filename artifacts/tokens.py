@@ -3,13 +3,20 @@
 A token maps to a principal and a role; it may expire and can be revoked. Lookups
 hash the presented secret and compare hashes, so the table never holds anything
 that could be replayed.
+
+A **ticket** is a short-lived capability derived from a token for one scope (one
+artifact's content), for places that cannot send an Authorization header: a
+browser download link. It is ``<token id>.<expiry>.<HMAC>`` keyed with the
+token's stored hash, so every API process can check it without shared state,
+and revoking the token (or letting it expire) kills its tickets too.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import secrets
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import func, select
@@ -21,6 +28,7 @@ from artifacts.errors import InvalidArgument, NotFound
 from artifacts.records import ROLES, Principal
 
 TOKEN_PREFIX = "ovs_"
+MAX_TICKET_S = 3600
 _LAST_USED_RESOLUTION = timedelta(seconds=60)  # avoid a write on every request
 
 
@@ -47,6 +55,11 @@ class IssuedToken(BaseModel):
 
 def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _ticket_mac(key: str, token_id: str, expires: int, scope: str) -> str:
+    message = f"{token_id}|{expires}|{scope}".encode()
+    return hmac.new(key.encode(), message, hashlib.sha256).hexdigest()
 
 
 def _info(row: ApiToken) -> TokenInfo:
@@ -123,6 +136,41 @@ class TokenStore:
                 if tok is not None:
                     tok.last_used_at = now
         return principal
+
+    def ticket(self, secret: str, scope: str, ttl_s: int) -> tuple[str, datetime]:
+        """A ticket for ``scope`` that acts as the token's principal for ``ttl_s``."""
+        if not 0 < ttl_s <= MAX_TICKET_S:
+            raise InvalidArgument(f"ticket lifetime must be 1..{MAX_TICKET_S} seconds")
+        with self._sessions() as s:
+            row = s.execute(
+                select(ApiToken).where(ApiToken.token_sha256 == _digest(secret))
+            ).scalar_one_or_none()
+            if row is None:
+                raise NotFound("token not found")
+            expires = int(self._clock.now().timestamp()) + ttl_s
+            mac = _ticket_mac(row.token_sha256, row.id, expires, scope)
+            return f"{row.id}.{expires}.{mac}", datetime.fromtimestamp(expires, UTC)
+
+    def redeem(self, ticket: str, scope: str) -> Principal | None:
+        """The principal a ticket acts for, or None if forged, expired, for another
+        scope, or its token is revoked or expired."""
+        parts = ticket.split(".")
+        if len(parts) != 3 or not parts[1].isdigit() or len(ticket) > 200:
+            return None
+        token_id, expires_s, mac = parts[0], int(parts[1]), parts[2]
+        now = self._clock.now()
+        if expires_s <= now.timestamp():
+            return None
+        with self._sessions() as s:
+            row = s.get(ApiToken, token_id)
+            if row is None or row.revoked_at is not None:
+                return None
+            if row.expires_at is not None and row.expires_at <= now:
+                return None
+            expected = _ticket_mac(row.token_sha256, row.id, expires_s, scope)
+            if not hmac.compare_digest(expected, mac):
+                return None
+            return Principal(name=row.principal, role=row.role)  # type: ignore[arg-type]
 
     def list(self) -> list[TokenInfo]:
         with self._sessions() as s:

@@ -351,3 +351,78 @@ def test_every_route_hides_another_owners_artifact(api: Api) -> None:
         == b"alice's secret"
     )
     assert api.client.get(f"/v1/artifacts/{art}", headers=api.h(api.admin)).status_code == 200
+
+
+def test_whoami_names_the_tokens_principal_and_role(api: Api) -> None:
+    assert api.client.get("/v1/whoami", headers=api.h(api.alice)).json() == {
+        "name": "user:alice",
+        "role": "user",
+    }
+    assert api.client.get("/v1/whoami").status_code == 401
+
+
+def test_a_download_link_works_without_a_header_for_that_artifact_only(api: Api) -> None:
+    data = b"downloadable\n" * 1000
+    art = _upload(api, data)
+    other = _upload(api, b"another")
+    link = api.client.post(f"/v1/artifacts/{art}/download-link", headers=api.h(api.alice)).json()
+    assert link["url"].startswith(f"/v1/artifacts/{art}/content?ticket=")
+    r = api.client.get(link["url"])
+    assert r.status_code == 200 and r.content == data
+    assert r.headers["content-disposition"].startswith("attachment")
+    ranged = api.client.get(link["url"], headers={"Range": "bytes=-13"})
+    assert ranged.status_code == 206 and ranged.content == b"downloadable\n"
+    ticket = link["url"].split("ticket=")[1]
+    elsewhere = api.client.get(f"/v1/artifacts/{other}/content", params={"ticket": ticket})
+    assert elsewhere.status_code == 401
+    assert elsewhere.json()["error"]["message"] == "invalid or expired download ticket"
+    forged = ticket[:-4] + ("0000" if not ticket.endswith("0000") else "1111")
+    assert (
+        api.client.get(f"/v1/artifacts/{art}/content", params={"ticket": forged}).status_code == 401
+    )
+    # A ticket only stands in for the header on the content route.
+    assert api.client.get(f"/v1/artifacts/{art}", params={"ticket": ticket}).status_code == 401
+
+
+def test_a_download_link_for_another_owners_artifact_is_a_404(api: Api) -> None:
+    art = _upload(api, b"alice only")
+    r = api.client.post(f"/v1/artifacts/{art}/download-link", headers=api.h(api.bob))
+    assert r.status_code == 404
+
+
+def test_download_links_die_with_their_token_and_their_lifetime(api: Api) -> None:
+    from artifacts.clock import ManualClock
+
+    art = _upload(api, b"short-lived")
+    clock = ManualClock()
+    api.store.tokens._clock = clock
+    issued = api.store.tokens.create("user:alice", "user")
+    link = api.client.post(f"/v1/artifacts/{art}/download-link", headers=api.h(issued.token)).json()
+    assert api.client.get(link["url"]).status_code == 200
+    clock.advance(seconds=121)
+    assert api.client.get(link["url"]).status_code == 401
+    fresh = api.client.post(
+        f"/v1/artifacts/{art}/download-link", headers=api.h(issued.token)
+    ).json()
+    api.store.tokens.revoke(issued.info.id)
+    assert api.client.get(fresh["url"]).status_code == 401
+
+
+def test_ui_pages_carry_a_strict_content_security_policy(api: Api) -> None:
+    for path in ("/", "/sign-in", "/admin", "/artifacts/art_x", "/static/app.js"):
+        r = api.client.get(path)
+        assert r.status_code == 200, path
+        csp = r.headers["content-security-policy"]
+        assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+        assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
+        assert r.headers["x-content-type-options"] == "nosniff"
+        assert "set-cookie" not in r.headers
+    assert api.client.get("/static/app.js").headers["content-type"].startswith("text/javascript")
+    etag = api.client.get("/static/style.css").headers["etag"]
+    assert api.client.get("/static/style.css", headers={"If-None-Match": etag}).status_code == 304
+
+
+@pytest.mark.parametrize("name", ["../pyproject.toml", "index.html", "nope.js", "%2e%2e%2fapp.py"])
+def test_ui_assets_outside_the_shipped_set_are_404(api: Api, name: str) -> None:
+    r = api.client.get(f"/static/{name}")
+    assert r.status_code == 404

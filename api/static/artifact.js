@@ -1,0 +1,386 @@
+// One artifact: metadata, head and tail, line pages, search, and the actions on
+// it. Every read is a bounded window from the API, so a 1 GB artifact opens as
+// fast as a 1 KB one; content is only ever put into the page as text.
+
+import { api, ApiError, get } from "./api.js";
+import {
+  clear, fill, confirmDialog, exitSummary, flash, formatBytes, formatTime, h,
+  parseDuration, relative, stateBadge, tabs, textBlock, visible,
+} from "./dom.js";
+
+const HEAD_BYTES = 16 * 1024;
+const TAIL_LINES = 200;
+const PAGE_LINES = 200;
+const PAGE_BYTES = 256 * 1024;
+const LIVE_MS = 1500;
+const GONE = new Set(["expired", "deleted"]);
+
+function title(a) {
+  return (a.source && a.source.command) || a.name || a.id;
+}
+
+function metadata(a) {
+  const src = a.source || {};
+  const rows = [
+    ["Id", h("code", {}, a.id)],
+    ["State", [stateBadge(a.state), a.error ? ` ${a.error}` : ""]],
+    ["Stored", `${formatBytes(a.size_bytes)} (${a.size_bytes.toLocaleString("en")} bytes)`],
+    a.total_bytes > a.size_bytes
+      ? ["Printed", `${formatBytes(a.total_bytes)}: ${formatBytes(a.total_bytes - a.size_bytes)} past the stored prefix were not kept`]
+      : null,
+    ["Lines", a.line_count.toLocaleString("en")],
+    ["Command", src.command ? h("code", {}, visible(src.command)) : null],
+    ["Stream", src.stream],
+    ["Exit", exitSummary(src) || null],
+    ["Working dir", src.cwd ? h("code", {}, visible(src.cwd)) : null],
+    ["Run", src.run_id ? h("code", {}, src.run_id) : null],
+    ["Owner", a.owner],
+    ["Session", a.session_id],
+    ["Kind", a.kind],
+    ["Name", a.name],
+    ["Media type", a.media_type],
+    ["Created", formatTime(a.created_at)],
+    ["Completed", a.completed_at ? formatTime(a.completed_at) : null],
+    ["Expires", a.pinned ? "never while pinned"
+      : a.expires_at ? `${formatTime(a.expires_at)} (${relative(a.expires_at)})` : "never"],
+    ["Retention", a.retention_source
+      ? `${a.retention_source}${a.retention_clamped ? " — the request was clamped to the ceiling" : ""}` : null],
+    a.pinned ? ["Pinned", `by ${a.pinned_by || "?"} ${formatTime(a.pinned_at)}${a.pin_reason ? ` — ${a.pin_reason}` : ""}`] : null,
+    a.deleted_at ? ["Removed", `${formatTime(a.deleted_at)}${a.delete_reason ? ` — ${a.delete_reason}` : ""}`] : null,
+    ["SHA-256", a.sha256 ? h("code", { class: "hash" }, a.sha256) : null],
+  ];
+  return h("dl", { class: "meta" },
+    rows.filter((r) => r && r[1] !== null && r[1] !== undefined && r[1] !== "")
+      .map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+}
+
+// Highlight RE2's spans (code-point offsets into the line) without parsing markup.
+function highlighted(text, spans) {
+  const chars = Array.from(text);
+  const out = [];
+  let pos = 0;
+  for (const [start, end] of spans) {
+    if (start < pos) continue;
+    out.push(visible(chars.slice(pos, start).join("")));
+    out.push(h("mark", {}, visible(chars.slice(start, end).join(""))));
+    pos = end;
+  }
+  out.push(visible(chars.slice(pos).join("")));
+  return out;
+}
+
+function lineRow(line, { spans = null, match = false, onNumber = null } = {}) {
+  const number = onNumber
+    ? h("a", { class: "ln", href: `#lines:${line.number}`, onclick: (ev) => { ev.preventDefault(); onNumber(line.number); } }, String(line.number))
+    : h("span", { class: "ln" }, String(line.number));
+  return h("div", { class: match ? "line hit" : "line" },
+    number,
+    h("span", { class: "lt" }, spans ? highlighted(line.text, spans) : visible(line.text),
+      line.truncated ? h("span", { class: "cut" }, " … (line cut)") : null));
+}
+
+export async function render(main, me, id) {
+  let a;
+  try {
+    a = await get(`/v1/artifacts/${encodeURIComponent(id)}`);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) {
+      document.title = "Not found · overspill";
+      fill(main, h("h1", {}, "Not found"),
+        h("p", {}, "No artifact with that id is visible to you."), h("p", {}, h("a", { href: "/" }, "← All artifacts")));
+      return;
+    }
+    throw err;
+  }
+  document.title = `${title(a).slice(0, 60)} · overspill`;
+  const base = `/v1/artifacts/${encodeURIComponent(a.id)}`;
+  const metaBox = h("section", { class: "card", "aria-label": "Metadata" }, metadata(a));
+  const live = h("span", { class: "live", role: "status" });
+  const heading = h("h1", { class: "title" }, visible(title(a)));
+
+  // -- content panels -------------------------------------------------------------
+  const headBox = h("div", {});
+  const tailBox = h("div", {});
+  const overview = {
+    label: "Head & tail",
+    el: h("section", {}, headBox, tailBox),
+    loaded: false,
+    async show() {
+      if (this.loaded) return;
+      this.loaded = true;
+      await refreshOverview();
+    },
+  };
+  async function refreshOverview() {
+    const head = await get(`${base}/text`, { offset: 0, limit: HEAD_BYTES });
+    const whole = head.eof && head.next_offset >= a.size_bytes;
+    fill(headBox, 
+      h("h2", {}, whole ? "Content" : "Head"),
+      h("p", { class: "muted small" }, whole
+        ? `All ${formatBytes(a.size_bytes)}.`
+        : `First ${formatBytes(head.next_offset)} of ${formatBytes(a.size_bytes)}.`),
+      textBlock(head.text, { id: "head-text", tabindex: "0", "aria-label": "Head of the content" }));
+    if (whole) {
+      clear(tailBox);
+      return;
+    }
+    const tail = await get(`${base}/tail`, { lines: TAIL_LINES });
+    fill(tailBox, 
+      h("h2", {}, "Tail"),
+      h("p", { class: "muted small" },
+        `Last ${formatBytes(tail.size_bytes - tail.offset)}`,
+        tail.first_line ? `, from line ${tail.first_line.toLocaleString("en")}` : "",
+        tail.truncated ? " (cut to the read limit)" : "", "."),
+      textBlock(tail.text, { id: "tail-text", tabindex: "0", "aria-label": "Tail of the content" }));
+  }
+
+  const linesOut = h("div", { class: "lines", id: "lines-out", tabindex: "0", "aria-label": "Lines" });
+  const linesInfo = h("p", { class: "muted small", id: "lines-info" });
+  const startInput = h("input", { id: "goto-line", type: "number", min: "1", value: "1", inputmode: "numeric" });
+  const prevBtn = h("button", { type: "button", onclick: () => showLines(Math.max(1, linesState.start - PAGE_LINES)) }, "← Previous");
+  const nextBtn = h("button", { type: "button", onclick: () => showLines(linesState.next) }, "Next →");
+  const linesState = { start: 1, next: 1 };
+  async function showLines(start) {
+    const w = await get(`${base}/lines`, { start, count: PAGE_LINES, max_bytes: PAGE_BYTES });
+    linesState.start = start;
+    linesState.next = w.next_line;
+    startInput.value = String(start);
+    fill(linesOut, w.lines.map((l) => lineRow(l)));
+    const last = w.lines.length ? w.lines[w.lines.length - 1].number : start - 1;
+    linesInfo.textContent = w.lines.length
+      ? `Lines ${start.toLocaleString("en")}–${last.toLocaleString("en")} of ${w.line_count.toLocaleString("en")}${w.complete ? "" : " so far"}.`
+      : `No line ${start.toLocaleString("en")}: the artifact has ${w.line_count.toLocaleString("en")} lines.`;
+    prevBtn.disabled = start <= 1;
+    nextBtn.disabled = w.eof;
+    history.replaceState(null, "", `#lines:${start}`);
+  }
+  const linesPanel = {
+    label: "Lines",
+    el: h("section", {},
+      h("form", {
+        class: "inline",
+        onsubmit: (ev) => {
+          ev.preventDefault();
+          const n = Number(startInput.value);
+          if (!Number.isInteger(n) || n < 1) {
+            flash("Line numbers start at 1.", "error");
+            return;
+          }
+          showLines(n).catch((err) => flash(err.message, "error"));
+        },
+      }, h("label", { for: "goto-line" }, "Go to line"), startInput, h("button", { type: "submit" }, "Go"),
+      prevBtn, nextBtn),
+      linesInfo, linesOut),
+    loaded: false,
+    async show() {
+      if (this.loaded) return;
+      this.loaded = true;
+      const m = location.hash.match(/^#lines:(\d+)$/);
+      await showLines(m ? Math.max(1, Number(m[1])) : 1);
+    },
+  };
+
+  const pattern = h("input", { id: "grep-pattern", name: "pattern", required: true, autocomplete: "off", placeholder: "error|FAIL" });
+  const ignoreCase = h("input", { id: "grep-i", type: "checkbox" });
+  const fixed = h("input", { id: "grep-f", type: "checkbox" });
+  const context = h("select", { id: "grep-c" }, [0, 1, 2, 3, 5, 10].map((n) => h("option", { value: n, selected: n === 2 }, String(n))));
+  const results = h("div", { class: "lines", id: "grep-results" });
+  const grepInfo = h("p", { class: "muted small", id: "grep-info", role: "status" });
+  const more = h("button", { type: "button", hidden: true }, "Continue search");
+  const goToLine = (n) => {
+    panels.select("lines");
+    showLines(n).catch((err) => flash(err.message, "error"));
+  };
+  let found = 0;
+  const shownLines = new Map();
+  async function search(offset) {
+    const r = await get(`${base}/grep`, {
+      pattern: pattern.value, ignore_case: ignoreCase.checked, fixed: fixed.checked,
+      context: context.value, max_matches: 100, offset,
+    });
+    if (offset === 0) {
+      clear(results);
+      shownLines.clear();
+      found = 0;
+    }
+    // Adjacent matches share context lines: each line is shown once, as a hit if
+    // any match is on it.
+    const put = (line, opts) => {
+      const existing = shownLines.get(line.number);
+      const row = lineRow(line, { ...opts, onNumber: goToLine });
+      if (existing) {
+        if (opts.match) existing.replaceWith(row);
+        else return;
+      } else {
+        if (results.childElementCount && !shownLines.has(line.number - 1)) results.append(h("div", { class: "sep" }, "⋯"));
+        results.append(row);
+      }
+      shownLines.set(line.number, row);
+    };
+    for (const m of r.matches) {
+      for (const l of m.before) put(l, {});
+      put(m.line, { spans: m.spans, match: true });
+      for (const l of m.after) put(l, {});
+    }
+    found += r.matches.length;
+    const scanned = `searched bytes 0–${formatBytes(r.next_offset)} of ${formatBytes(a.size_bytes)}`;
+    grepInfo.textContent = `${found} matching line${found === 1 ? "" : "s"} shown; ${scanned}` +
+      (r.eof ? (r.complete ? " (all of it)." : " (all stored so far).") : ".");
+    more.hidden = r.eof;
+    more.onclick = () => search(r.next_offset).catch((err) => flash(err.message, "error"));
+  }
+  const searchPanel = {
+    label: "Search",
+    el: h("section", {},
+      h("form", {
+        class: "inline",
+        role: "search",
+        onsubmit: (ev) => {
+          ev.preventDefault();
+          search(0).catch((err) => {
+            grepInfo.textContent = "";
+            flash(err.message, "error");
+          });
+        },
+      },
+      h("label", { for: "grep-pattern" }, "Pattern (RE2)"), pattern,
+      h("span", { class: "check" }, ignoreCase, h("label", { for: "grep-i" }, "ignore case")),
+      h("span", { class: "check" }, fixed, h("label", { for: "grep-f" }, "fixed string")),
+      h("label", { for: "grep-c" }, "context"), context,
+      h("button", { type: "submit", class: "primary" }, "Search")),
+      grepInfo, results, more),
+    show() {},
+  };
+
+  // -- actions --------------------------------------------------------------------
+  async function act(fn, done) {
+    try {
+      await fn();
+      if (done) flash(done);
+      await render(main, me, id);
+    } catch (err) {
+      flash(err.message, "error");
+    }
+  }
+  const download = async () => {
+    try {
+      const link = await api("POST", `${base}/download-link`);
+      const anchor = h("a", { href: link.url, download: "", hidden: true });
+      document.body.append(anchor);
+      anchor.click();
+      anchor.remove();
+    } catch (err) {
+      flash(err.message, "error");
+    }
+  };
+  const pin = async () => {
+    const v = await confirmDialog({
+      title: "Pin this artifact?",
+      body: "A pinned artifact never expires and is never evicted, until someone unpins it.",
+      confirm: "Pin",
+      fields: [{ name: "reason", label: "Reason (optional)", placeholder: "e.g. incident 42" }],
+    });
+    if (v) await act(() => api("PUT", `${base}/pin`, { body: { reason: v.reason || null } }), "Pinned.");
+  };
+  const unpin = async () => {
+    const v = await confirmDialog({ title: "Unpin this artifact?", body: "Its retention policy applies again; it may expire at once.", confirm: "Unpin" });
+    if (v) await act(() => api("DELETE", `${base}/pin`), "Unpinned.");
+  };
+  const retain = async () => {
+    const v = await confirmDialog({
+      title: "Change retention",
+      body: "Retention counts from when the artifact was created. A request above the ceiling is clamped to it, and you will be told.",
+      confirm: "Apply",
+      fields: [
+        { name: "preset", label: "Keep for", value: "", options: [["", "the policy default"], ["3600", "1 hour"], ["86400", "1 day"], ["604800", "7 days"], ["2592000", "30 days"], ["7776000", "90 days"], ["forever", "forever (where allowed)"], ["custom", "custom…"]] },
+        { name: "custom", label: "Custom (e.g. 12h, 14d)", placeholder: "only for custom…" },
+      ],
+    });
+    if (!v) return;
+    let retention;
+    try {
+      if (v.preset === "custom") retention = parseDuration(v.custom, "custom retention");
+      else if (v.preset === "forever") retention = "forever";
+      else retention = v.preset ? Number(v.preset) : null;
+    } catch (err) {
+      flash(err.message, "error");
+      return;
+    }
+    try {
+      const r = await api("PATCH", base, { body: { retention } });
+      flash(r.retention_clamped
+        ? `Clamped: expires ${r.expires_at ? formatTime(r.expires_at) : "never"} (${r.retention_source}).`
+        : `Expires ${r.expires_at ? formatTime(r.expires_at) : "never"} (${r.retention_source}).`);
+      await render(main, me, id);
+    } catch (err) {
+      flash(err.message, "error");
+    }
+  };
+  const remove = async () => {
+    const v = await confirmDialog({
+      title: "Delete this artifact?",
+      body: `Its ${formatBytes(a.size_bytes)} are removed now; a tombstone with who and when remains. This cannot be undone.`,
+      confirm: "Delete",
+      danger: true,
+    });
+    if (v) await act(() => api("DELETE", base), "Deleted.");
+  };
+
+  const gone = GONE.has(a.state);
+  const actions = h("div", { class: "actions", role: "group", "aria-label": "Actions" },
+    gone ? null : h("button", { type: "button", class: "primary", onclick: download }, "Download"),
+    gone ? null : a.pinned
+      ? h("button", { type: "button", onclick: unpin }, "Unpin")
+      : h("button", { type: "button", onclick: pin }, "Pin…"),
+    gone ? null : h("button", { type: "button", onclick: retain }, "Retention…"),
+    gone ? null : h("button", { type: "button", class: "danger", onclick: remove }, "Delete…"));
+
+  let panels = null;
+  const body = [];
+  if (gone) {
+    body.push(h("p", { class: "notice" },
+      `This artifact was ${a.state}${a.deleted_at ? ` ${formatTime(a.deleted_at)}` : ""}; its bytes are gone and only this record remains.`));
+  } else {
+    panels = tabs({ overview, lines: linesPanel, search: searchPanel }, "Views of the content");
+    body.push(panels.list, overview.el, linesPanel.el, searchPanel.el);
+  }
+
+  fill(main, 
+    h("p", { class: "crumbs" }, h("a", { href: "/" }, "← All artifacts")),
+    h("div", { class: "title-row" }, heading, live),
+    actions,
+    metaBox,
+    ...body,
+  );
+  if (panels) {
+    const initial = location.hash.startsWith("#lines:") ? "lines" : "overview";
+    panels.select(initial);
+  }
+
+  // -- live updates while the artifact is still being written -----------------------
+  if (a.state === "writing") {
+    live.textContent = "● live: still being written";
+    const timer = setInterval(async () => {
+      if (!document.body.contains(live)) {
+        clearInterval(timer);
+        return;
+      }
+      try {
+        const fresh = await get(base);
+        const grew = fresh.size_bytes !== a.size_bytes || fresh.state !== a.state;
+        a = fresh;
+        fill(metaBox, metadata(a));
+        if (grew && overview.loaded) await refreshOverview();
+        if (a.state !== "writing") {
+          clearInterval(timer);
+          live.textContent = `finished: ${a.state}`;
+          if (GONE.has(a.state)) await render(main, me, id);
+        }
+      } catch (err) {
+        clearInterval(timer);
+        live.textContent = "";
+        flash(err.message, "error");
+      }
+    }, LIVE_MS);
+  }
+}
