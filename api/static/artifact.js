@@ -112,20 +112,23 @@ export async function render(main, me, id) {
     },
   };
   async function refreshOverview() {
-    const head = await get(`${base}/text`, { offset: 0, limit: HEAD_BYTES });
+    // Head and tail are independent windows: ask for both at once.
+    const [head, tail] = await Promise.all([
+      get(`${base}/text`, { offset: 0, limit: HEAD_BYTES }),
+      a.size_bytes > HEAD_BYTES ? get(`${base}/tail`, { lines: TAIL_LINES }) : null,
+    ]);
     const whole = head.eof && head.next_offset >= a.size_bytes;
-    fill(headBox, 
+    fill(headBox,
       h("h2", {}, whole ? "Content" : "Head"),
       h("p", { class: "muted small" }, whole
         ? `All ${formatBytes(a.size_bytes)}.`
         : `First ${formatBytes(head.next_offset)} of ${formatBytes(a.size_bytes)}.`),
       textBlock(head.text, { id: "head-text", tabindex: "0", "aria-label": "Head of the content" }));
-    if (whole) {
+    if (whole || !tail) {
       clear(tailBox);
       return;
     }
-    const tail = await get(`${base}/tail`, { lines: TAIL_LINES });
-    fill(tailBox, 
+    fill(tailBox,
       h("h2", {}, "Tail"),
       h("p", { class: "muted small" },
         `Last ${formatBytes(tail.size_bytes - tail.offset)}`,
