@@ -7,7 +7,7 @@ Error bodies come back as the same exception classes the store raises, so a call
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -37,7 +37,7 @@ from artifacts.records import (
 )
 from artifacts.sweeper import SweepReport
 from artifacts.tokens import IssuedToken, TokenInfo
-from artifacts.writer import ArtifactWriter
+from artifacts.writer import ArtifactWriter, StagedSegment
 from shell.results import ArtifactRef
 
 # Each store error carries its own code; the HTTP layer adds a few of its own.
@@ -365,34 +365,39 @@ class _RemoteStream:
         self._source_update: dict[str, Any] = {}
         self._writer = ArtifactWriter(
             info.id,
+            self,
             max_bytes=info.max_bytes,
             segment_bytes=segment_bytes,
             flush_interval=flush_interval,
             lease_seconds=15.0,
-            commit=lambda offset, data, _n: self._append(offset, bytes(data)),
-            renew=self._renew,
-            finish=self._finish,
         )
 
     @property
     def artifact_id(self) -> str:
         return self._id
 
-    def _append(self, offset: int, data: bytes) -> None:
-        self._client.append(self._id, offset, data)
+    # -- the writer's SegmentTarget: each segment is one offset-checked append, which
+    # the server makes visible itself, so there is never anything left to publish.
 
-    def _renew(self) -> None:
+    def stage(self, offset: int, data: memoryview, newlines: int) -> StagedSegment | None:
+        self._client.append(self._id, offset, bytes(data))
+        return None
+
+    def publish(self, staged: Sequence[StagedSegment]) -> tuple[int, str | None]:
+        return 0, None
+
+    def renew(self) -> None:
         # An empty append at the current size renews the server-side lease.
         writer = getattr(self, "_writer", None)
         if writer is not None:
-            self._append(writer.stored_bytes, b"")
+            self._client.append(self._id, writer.stored_bytes, b"")
 
-    def _finish(
+    def finish(
         self,
         state: str,
         size: int,
         total: int,
-        sha: str | None,
+        sha256: str | None,
         error: str | None,
         source_update: dict[str, Any] | None,
     ) -> None:

@@ -13,7 +13,7 @@ import hashlib
 import json
 import secrets
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -67,7 +67,7 @@ from artifacts.retention import resolve as resolve_retention
 from artifacts.sweeper import Sweeper
 from artifacts.tokens import TokenStore
 from artifacts.usage import bump_usage
-from artifacts.writer import ArtifactWriter
+from artifacts.writer import ArtifactWriter, StagedSegment
 
 SortKey = Literal["created", "size"]
 MAX_PAGE = 500
@@ -197,17 +197,11 @@ class ArtifactStore:
         s = self.settings
         return ArtifactWriter(
             artifact_id,
+            _StoreTarget(self, artifact_id, token, start),
             max_bytes=max_bytes - start,
             segment_bytes=s.segment_bytes,
             flush_interval=s.flush_interval_s,
             lease_seconds=s.lease_seconds,
-            commit=lambda offset, data, newlines: self._commit_segment(
-                artifact_id, start + offset, data, token, newlines
-            ),
-            renew=lambda: self._renew_lease(artifact_id, token),
-            finish=lambda state, size, total, sha, err, source_update: self._finish(
-                artifact_id, token, state, start + total, sha, err, source_update
-            ),
         )
 
     def _insert(
@@ -286,24 +280,31 @@ class ArtifactStore:
             except StorageUnavailable:
                 pass  # the tombstone stays unpurged; the sweeper retries
 
-    def _commit_segment(
-        self,
-        artifact_id: str,
-        offset: int,
-        data: bytes | bytearray | memoryview,
-        token: str | None,
-        newlines: int | None = None,
-    ) -> None:
-        """Publish one segment: the blob first, then the row that makes it visible.
-
-        The row update is conditional on the artifact still being ``writing`` at
-        exactly ``offset`` (and, for a leased writer, on still holding the lease), so
-        a racing appender or a writer that lost its lease can never corrupt it.
-        """
+    def _stage_segment(
+        self, artifact_id: str, offset: int, data: memoryview, newlines: int
+    ) -> StagedSegment | None:
+        """Store a segment's blob. It is part of nothing until ``_publish_segments``
+        adds its row; until then the orphan reconciler would reclaim it."""
         if not data:
-            return
+            return None
         key = segment_key(artifact_id, offset, secrets.token_hex(4))
         self.blobs.put(key, data)
+        return StagedSegment(offset, len(data), key, newlines, data[len(data) - 1] == 10)
+
+    def _publish_segments(
+        self, artifact_id: str, token: str | None, staged: Sequence[StagedSegment]
+    ) -> tuple[int, str | None]:
+        """Add staged segments' rows in one transaction; returns the bytes published
+        and why the owner's quota stopped it early, if it did.
+
+        The update is conditional on the artifact still being ``writing`` at exactly
+        the first segment's offset (and, for a leased writer, on still holding the
+        lease), so a racing appender or a writer that lost its lease can never
+        corrupt it. Blobs that end up in no row are deleted here.
+        """
+        admitted: list[StagedSegment] = []
+        stop: str | None = None
+        evicted: list[str] = []
         try:
             with self._write() as s:
                 row = s.get(Artifact, artifact_id, with_for_update=True)
@@ -311,51 +312,68 @@ class ArtifactStore:
                     raise Conflict(f"artifact {artifact_id} is no longer being written")
                 if token is not None and row.lease_token != token:
                     raise Conflict(f"artifact {artifact_id}: writer lost its lease")
-                if row.size_bytes != offset:
+                if row.size_bytes != staged[0].offset:
                     raise OffsetConflict(
-                        f"append at offset {offset} but artifact {artifact_id} has "
+                        f"append at offset {staged[0].offset} but artifact {artifact_id} has "
                         f"{row.size_bytes} bytes",
                         current_size=row.size_bytes,
                     )
                 policy = effective_policy(s, row.owner, self.settings.default_retention_s)
-                evicted = self.quotas.admit(s, row.owner, policy, len(data), writing=row.id)
                 prev = (
                     s.get(Segment, (artifact_id, row.segment_count - 1))
                     if row.segment_count
                     else None
                 )
                 line_offset = prev.line_offset + prev.newlines if prev else 0
-                if newlines is None:
-                    newlines = bytes(data).count(b"\n")
                 now = self.clock.now()
-                s.add(
-                    Segment(
-                        artifact_id=artifact_id,
-                        seq=row.segment_count,
-                        offset=offset,
-                        size=len(data),
-                        blob_key=key,
-                        line_offset=line_offset,
-                        newlines=newlines,
-                        created_at=now,
+                for seg in staged:
+                    try:
+                        # A refusal must undo any eviction it tried, and only that.
+                        with s.begin_nested() if policy.quota_bytes is not None else nullcontext():
+                            evicted += self.quotas.admit(
+                                s, row.owner, policy, seg.size, writing=row.id
+                            )
+                    except QuotaExceeded as exc:
+                        stop = exc.message
+                        break
+                    s.add(
+                        Segment(
+                            artifact_id=artifact_id,
+                            seq=row.segment_count,
+                            offset=seg.offset,
+                            size=seg.size,
+                            blob_key=seg.key,
+                            line_offset=line_offset,
+                            newlines=seg.newlines,
+                            created_at=now,
+                        )
                     )
-                )
-                row.size_bytes += len(data)
+                    row.segment_count += 1
+                    row.line_count = (
+                        line_offset + seg.newlines + (0 if seg.ends_with_newline else 1)
+                    )
+                    line_offset += seg.newlines
+                    bump_usage(s, row.owner, seg.size, 0)
+                    admitted.append(seg)
+                published = sum(seg.size for seg in admitted)
+                row.size_bytes += published
                 row.total_bytes = max(row.total_bytes, row.size_bytes)
-                row.segment_count += 1
-                row.line_count = line_offset + newlines + (0 if data[len(data) - 1] == 10 else 1)
                 row.updated_at = now
                 if row.lease_expires_at is not None:
                     row.lease_expires_at = now + timedelta(seconds=self.settings.lease_seconds)
-                bump_usage(s, row.owner, len(data), 0)
         except BaseException:
-            # The blob was never made part of the artifact: take it back.
-            try:
-                self.blobs.delete_many([key])
-            except StorageUnavailable:
-                pass  # the orphan reconciler reclaims it later
+            admitted = []
             raise
+        finally:
+            # Blobs that were never made part of the artifact: take them back.
+            unused = [seg.key for seg in staged[len(admitted) :]]
+            if unused:
+                try:
+                    self.blobs.delete_many(unused)
+                except StorageUnavailable:
+                    pass  # the orphan reconciler reclaims them later
         self._purge_all(evicted)
+        return published, stop
 
     def _renew_lease(self, artifact_id: str, token: str | None) -> None:
         now = self.clock.now()
@@ -899,6 +917,39 @@ class ArtifactStore:
         """Raise StorageUnavailable if the database or the blob backend is unusable."""
         check_database(self.engine)
         self.blobs.check()
+
+
+class _StoreTarget:
+    """An in-process writer's segments: blobs through the store's backend, rows in
+    its database, under the writer's lease (``token``; None for HTTP appends)."""
+
+    def __init__(self, store: ArtifactStore, artifact_id: str, token: str | None, start: int):
+        self._store = store
+        self._id = artifact_id
+        self._token = token
+        self._start = start
+
+    def stage(self, offset: int, data: memoryview, newlines: int) -> StagedSegment | None:
+        return self._store._stage_segment(self._id, self._start + offset, data, newlines)
+
+    def publish(self, staged: Sequence[StagedSegment]) -> tuple[int, str | None]:
+        return self._store._publish_segments(self._id, self._token, staged)
+
+    def renew(self) -> None:
+        self._store._renew_lease(self._id, self._token)
+
+    def finish(
+        self,
+        state: str,
+        size: int,
+        total: int,
+        sha256: str | None,
+        error: str | None,
+        source_update: dict[str, Any] | None,
+    ) -> None:
+        self._store._finish(
+            self._id, self._token, state, self._start + total, sha256, error, source_update
+        )
 
 
 def _check_retention(value: object) -> None:

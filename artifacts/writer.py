@@ -1,15 +1,19 @@
 """Streaming writes: append any chunking, bounded memory, live visibility, a lease.
 
 The caller's thread only copies into a segment buffer. One background thread
-publishes full segments (blob first, then the row that makes it visible),
-publishes a partial segment when data has waited ``flush_interval`` (so slow
-output still shows up), and renews the lease. While it counts newlines and
-writes a segment, a second thread hashes that same segment: the three stages
-overlap, which is what lets a write keep pace with a plain file (hashing alone
-costs as much as the write). At most ``max_pending`` segments wait, plus the
-one being published: that is the whole of the writer's memory. If the process
-dies, the lease lapses and the artifact becomes ``incomplete`` with every
-published segment still readable.
+stores each full segment (its blob), then publishes stored segments (the rows
+that make them visible) in batches: every ``publish_segments`` segments, when
+stored data has waited ``flush_interval``, and on ``flush()``/``close()``. One
+transaction per batch instead of per segment is what keeps the database off a
+fast writer's critical path. While a segment is counted and stored, a second
+thread hashes it: the stages overlap, which is what lets a write keep pace with
+a plain file (hashing alone costs as much as the write).
+
+Memory: at most ``max_pending`` segments wait, plus the one being stored; a
+stored segment's buffer is reused at once (a batch waiting to be published
+holds only small records). If the process dies, the lease lapses and the
+artifact becomes ``incomplete`` with every published segment readable; stored
+but unpublished blobs are orphans the reconciler reclaims.
 """
 
 from __future__ import annotations
@@ -18,22 +22,58 @@ import hashlib
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from artifacts.errors import Conflict, OverspillError, QuotaExceeded, StorageUnavailable
 from artifacts.newlines import NewlineCounter
 from artifacts.records import WriteResult
 
-CommitFn = Callable[[int, memoryview, int], None]
-"""commit(offset, data, newlines): publish one segment; raises on failure."""
 
-RenewFn = Callable[[], None]
-FinishFn = Callable[[str, int, int, "str | None", "str | None", "dict[str, Any] | None"], None]
-"""finish(state, size, total, sha256, error, source_update): record the final state."""
+@dataclass(frozen=True)
+class StagedSegment:
+    """A segment whose bytes are stored but not yet part of the artifact."""
+
+    offset: int
+    size: int
+    key: str
+    newlines: int
+    ends_with_newline: bool
+
+
+class SegmentTarget(Protocol):
+    """Where a writer's segments go: the store in-process, or a server over HTTP."""
+
+    def stage(self, offset: int, data: memoryview, newlines: int) -> StagedSegment | None:
+        """Store one segment's bytes. Returns what ``publish`` needs to make them
+        visible, or None when storing already made them visible (an HTTP append).
+        Raises OverspillError on failure (QuotaExceeded: stop storing, not a failure)."""
+        ...
+
+    def publish(self, staged: Sequence[StagedSegment]) -> tuple[int, str | None]:
+        """Make staged segments visible, in order, in one step. Returns the bytes
+        published and, if the owner's quota stopped it early, why; segments past
+        that point are discarded by the target. Raises OverspillError on failure."""
+        ...
+
+    def renew(self) -> None:
+        """Extend the writer's lease."""
+        ...
+
+    def finish(
+        self,
+        state: str,
+        size: int,
+        total: int,
+        sha256: str | None,
+        error: str | None,
+        source_update: dict[str, Any] | None,
+    ) -> None:
+        """Record the final state; ``total`` counts bytes offered past a cap too."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -47,27 +87,25 @@ class ArtifactWriter:
     def __init__(
         self,
         artifact_id: str,
+        target: SegmentTarget,
         *,
         max_bytes: int,
         segment_bytes: int,
         flush_interval: float,
         lease_seconds: float,
-        commit: CommitFn,
-        renew: RenewFn,
-        finish: FinishFn,
         max_pending: int = 1,
+        publish_segments: int = 8,
     ) -> None:
         self.id = artifact_id
+        self._target = target
         self._max_bytes = max_bytes
         self._segment_bytes = segment_bytes
         self._flush_interval = flush_interval
         self._renew_every = lease_seconds / 3
-        self._commit_fn = commit
-        self._renew_fn = renew
-        self._finish_fn = finish
         self._max_pending = max_pending
+        self._publish_segments = publish_segments
         self._hasher = hashlib.sha256()
-        # Started on the first publish, so a small artifact never spawns it.
+        # Started on the first segment, so a small artifact never spawns it.
         self._hash_thread = ThreadPoolExecutor(1, thread_name_prefix=f"hash-{artifact_id}")
         self._newlines = NewlineCounter()
         # Fixed-size buffers, reused: no reallocation churn, so RSS stays flat.
@@ -76,13 +114,16 @@ class ArtifactWriter:
         self._fill = 0
         self._buffer_since = 0.0
         self._pending: deque[_Pending] = deque()
+        self._staged: list[StagedSegment] = []
+        self._staged_bytes = 0
+        self._staged_since = 0.0
+        self._flush_requests = 0
         self._cond = threading.Condition()
         self._in_flight = 0
         self._accepted = 0  # bytes taken into the artifact (<= max_bytes)
-        self._committed = 0
+        self._committed = 0  # bytes readers can see
         self._total = 0  # bytes the producer offered
         self._closing = False
-        self._closed = False
         self._result: WriteResult | None = None
         self.error: str | None = None
         self.stopped: str | None = None  # why storing stopped early (quota), if it did
@@ -109,7 +150,7 @@ class ArtifactWriter:
     def write(self, data: bytes | bytearray | memoryview) -> None:
         """Append bytes. Past the cap they are counted but not stored.
 
-        Raises StorageUnavailable once a segment failed to publish; what was
+        Raises StorageUnavailable once a segment failed to store; what was
         published before stays readable.
         """
         if self._closing:
@@ -142,8 +183,13 @@ class ArtifactWriter:
         with self._cond:
             if self._fill:
                 self._enqueue_buffer_locked(wait=True)
-            while (self._pending or self._in_flight) and not self.error and not self.stopped:
-                self._cond.wait()
+            self._flush_requests += 1
+            self._cond.notify_all()
+            try:
+                while self._unpublished_locked() and not self.error and not self.stopped:
+                    self._cond.wait()
+            finally:
+                self._flush_requests -= 1
         if self.error:
             raise StorageUnavailable(self.error)
 
@@ -180,10 +226,9 @@ class ArtifactWriter:
         )
         err = err or self.stopped
         try:
-            self._finish_fn(final, self._committed, self._total, sha, err, source_update)
+            self._target.finish(final, self._committed, self._total, sha, err, source_update)
         except OverspillError as exc:
             err = err or exc.message
-        self._closed = True
         self._result = WriteResult(
             id=self.id,
             state=final,
@@ -195,10 +240,12 @@ class ArtifactWriter:
         return self._result
 
     def abandon(self) -> None:
-        """Stop the background thread without finishing (simulates a dead process)."""
+        """Stop the background thread without finishing (simulates a dead process);
+        whatever was stored but not published is left for the reconciler."""
         with self._cond:
             self._closing = True
             self._pending.clear()
+            self._staged.clear()
             self._fill = 0
             self._cond.notify_all()
         self._thread.join()
@@ -223,6 +270,9 @@ class ArtifactWriter:
     ) -> None:
         self.close(error=f"producer failed: {exc_type.__name__}" if exc_type else None)
 
+    def _unpublished_locked(self) -> bool:
+        return bool(self._pending or self._in_flight or self._staged)
+
     def _enqueue_buffer_locked(self, *, wait: bool) -> None:
         while wait and len(self._pending) >= self._max_pending and not self.error:
             self._cond.wait()
@@ -231,7 +281,7 @@ class ArtifactWriter:
             return
         # Hand the buffer itself over (no copy) and start a fresh one.
         queued = sum(p.fill for p in self._pending)
-        offset = self._committed + self._in_flight + queued
+        offset = self._committed + self._staged_bytes + self._in_flight + queued
         self._pending.append(_Pending(offset, self._buffer, self._fill))
         self._buffer = self._pool.pop() if self._pool else bytearray(self._segment_bytes)
         self._fill = 0
@@ -243,36 +293,64 @@ class ArtifactWriter:
         while True:
             with self._cond:
                 item = self._next_item_locked()
-                if item is None and self._closing and not self._pending:
-                    return
+                batch: list[StagedSegment] = []
                 if item is not None:
                     self._in_flight = item.fill
+                elif self._staged and self._publish_due_locked():
+                    batch = list(self._staged)
+                elif self._closing and not self._pending:
+                    return
             if item is not None:
-                self._publish(item)
+                self._store(item)
+            elif batch:
+                self._publish(batch)
             elif time.monotonic() - self._last_renew >= self._renew_every:
                 try:
-                    self._renew_fn()
+                    self._target.renew()
                     self._last_renew = time.monotonic()
                 except OverspillError:
                     pass  # retried next tick; the lease is generous
 
+    def _publish_due_locked(self) -> bool:
+        return bool(
+            self._closing
+            or self._flush_requests
+            or len(self._staged) >= self._publish_segments
+            or time.monotonic() - self._staged_since >= self._flush_interval
+        )
+
     def _next_item_locked(self) -> _Pending | None:
         deadline = time.monotonic() + min(self._flush_interval, self._renew_every)
         while not self._pending and not self._closing:
-            if self._fill and time.monotonic() - self._buffer_since >= self._flush_interval:
+            now = time.monotonic()
+            if self._fill and now - self._buffer_since >= self._flush_interval:
                 self._enqueue_buffer_locked(wait=False)
                 break
-            remaining = deadline - time.monotonic()
+            if self._staged and self._publish_due_locked():
+                return None
+            remaining = deadline - now
             if self._fill:
-                remaining = min(
-                    remaining, self._buffer_since + self._flush_interval - time.monotonic()
-                )
+                remaining = min(remaining, self._buffer_since + self._flush_interval - now)
+            if self._staged:
+                remaining = min(remaining, self._staged_since + self._flush_interval - now)
             if remaining <= 0:
                 return None
             self._cond.wait(remaining)
         return self._pending.popleft() if self._pending else None
 
-    def _publish(self, item: _Pending) -> None:
+    def _fail(self, message: str, *, quota: bool = False) -> None:
+        with self._cond:
+            if quota:
+                self.stopped = message
+            else:
+                self.error = message
+            self._in_flight = 0
+            self._pending.clear()
+            self._staged.clear()
+            self._staged_bytes = 0
+            self._cond.notify_all()
+
+    def _store(self, item: _Pending) -> None:
         try:
             with memoryview(item.buf)[: item.fill] as data:
                 # hashlib releases the GIL on large updates, so this runs beside the
@@ -280,34 +358,54 @@ class ArtifactWriter:
                 # keeps the hash in segment order and the buffer unshared.
                 hashed = self._hash_thread.submit(self._hasher.update, data)
                 try:
-                    self._commit_fn(item.offset, data, self._newlines.count(data))
+                    staged = self._target.stage(item.offset, data, self._newlines.count(data))
                 finally:
                     hashed.result()
         except QuotaExceeded as exc:
             # Not a failure: the artifact keeps its prefix and becomes capped.
-            with self._cond:
-                self.stopped = exc.message
-                self._in_flight = 0
-                self._pending.clear()
-                self._cond.notify_all()
+            self._publish_remaining_then_stop(exc.message)
             return
         except OverspillError as exc:
-            with self._cond:
-                self.error = exc.message
-                self._in_flight = 0
-                self._pending.clear()
-                self._cond.notify_all()
+            self._fail(exc.message)
             return
         except Exception as exc:  # a bug or an unexpected driver error: never hang the producer
-            with self._cond:
-                self.error = f"storage failed: {type(exc).__name__}: {exc}"
-                self._in_flight = 0
-                self._pending.clear()
-                self._cond.notify_all()
+            self._fail(f"storage failed: {type(exc).__name__}: {exc}")
             return
         with self._cond:
-            self._committed += item.fill
             self._pool.append(item.buf)
             self._in_flight = 0
+            if staged is None:
+                self._committed += item.fill
+                self._last_renew = time.monotonic()
+            else:
+                if not self._staged:
+                    self._staged_since = time.monotonic()
+                self._staged.append(staged)
+                self._staged_bytes += item.fill
+            self._cond.notify_all()
+
+    def _publish_remaining_then_stop(self, reason: str) -> None:
+        with self._cond:
+            batch = list(self._staged)
+        if batch:
+            self._publish(batch)
+        self._fail(self.stopped or reason, quota=True)
+
+    def _publish(self, batch: list[StagedSegment]) -> None:
+        try:
+            published, stop = self._target.publish(batch)
+        except OverspillError as exc:
+            self._fail(exc.message)
+            return
+        except Exception as exc:  # never hang the producer
+            self._fail(f"storage failed: {type(exc).__name__}: {exc}")
+            return
+        with self._cond:
+            self._committed += published
+            del self._staged[: len(batch)]
+            self._staged_bytes -= sum(s.size for s in batch)
+            self._staged_since = time.monotonic()
             self._last_renew = time.monotonic()
             self._cond.notify_all()
+        if stop:
+            self._fail(stop, quota=True)

@@ -104,7 +104,12 @@ def main() -> None:
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(
                     executable_path=CHROMIUM,
-                    args=["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+                    args=[
+                        "--headless",
+                        "--no-sandbox",
+                        "--disable-gpu",
+                        "--disable-background-networking",
+                    ],
                 )
                 page = browser.new_page()
                 page.goto(f"{base}/#token={token}")

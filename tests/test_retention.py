@@ -147,6 +147,17 @@ def test_quota_reject_refuses_new_artifacts_and_caps_a_running_one(
     assert store.open_writer(BOB).close().state == "complete"
 
 
+def test_segments_refused_by_the_quota_leave_no_blob_behind(
+    store: ArtifactStore, clock: ManualClock
+) -> None:
+    store.policies.set(ADMIN, PolicySpec(quota_bytes=2 * 65536), ALICE.name)
+    w = store.open_writer(ALICE)
+    w.write(b"y" * 5 * 65536)  # five segments staged, one batch, two admitted
+    assert w.close().size_bytes == 2 * 65536
+    assert len(list(store.blobs.list(w.id))) == 2
+    assert store.read_bytes(ALICE, w.id, 0, 3 * 65536) == b"y" * 2 * 65536
+
+
 def test_quota_evict_removes_the_oldest_unpinned_first(
     store: ArtifactStore, clock: ManualClock
 ) -> None:
