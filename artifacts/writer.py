@@ -9,9 +9,9 @@ fast writer's critical path. While a segment is counted and stored, a second
 thread hashes it: the stages overlap, which is what lets a write keep pace with
 a plain file (hashing alone costs as much as the write).
 
-Memory: at most ``max_pending`` segments wait, plus the one being stored; a
-stored segment's buffer is reused at once (a batch waiting to be published
-holds only small records). If the process dies, the lease lapses and the
+Memory: ``max_buffers`` segment buffers (two: one fills while the other is
+stored); a stored segment's buffer is reused at once, and a batch waiting to be
+published holds only small records. If the process dies, the lease lapses and the
 artifact becomes ``incomplete`` with every published segment readable; stored
 but unpublished blobs are orphans the reconciler reclaims.
 """
@@ -93,7 +93,7 @@ class ArtifactWriter:
         segment_bytes: int,
         flush_interval: float,
         lease_seconds: float,
-        max_pending: int = 1,
+        max_buffers: int = 2,
         publish_segments: int = 8,
     ) -> None:
         self.id = artifact_id
@@ -102,15 +102,17 @@ class ArtifactWriter:
         self._segment_bytes = segment_bytes
         self._flush_interval = flush_interval
         self._renew_every = lease_seconds / 3
-        self._max_pending = max_pending
+        self._max_buffers = max_buffers
         self._publish_segments = publish_segments
         self._hasher = hashlib.sha256()
         # Started on the first segment, so a small artifact never spawns it.
         self._hash_thread = ThreadPoolExecutor(1, thread_name_prefix=f"hash-{artifact_id}")
         self._newlines = NewlineCounter()
-        # Fixed-size buffers, reused: no reallocation churn, so RSS stays flat.
+        # Fixed-size buffers, reused: no reallocation churn, so RSS stays flat. Two
+        # suffice: one fills while the other is stored (double buffering).
         self._pool: list[bytearray] = []
         self._buffer = bytearray(segment_bytes)
+        self._buffers_made = 1
         self._fill = 0
         self._buffer_since = 0.0
         self._pending: deque[_Pending] = deque()
@@ -274,18 +276,32 @@ class ArtifactWriter:
         return bool(self._pending or self._in_flight or self._staged)
 
     def _enqueue_buffer_locked(self, *, wait: bool) -> None:
-        while wait and len(self._pending) >= self._max_pending and not self.error:
-            self._cond.wait()
+        """Hand the filled buffer to the publisher (no copy) and take a free one.
+
+        ``wait`` (the producer): block until a buffer is free, which is the
+        writer's backpressure. The publisher's own time-based flush never waits:
+        it runs only when nothing is in flight, so a buffer is free anyway."""
         if self.error or self.stopped:
             self._fill = 0
             return
-        # Hand the buffer itself over (no copy) and start a fresh one.
         queued = sum(p.fill for p in self._pending)
         offset = self._committed + self._staged_bytes + self._in_flight + queued
         self._pending.append(_Pending(offset, self._buffer, self._fill))
-        self._buffer = self._pool.pop() if self._pool else bytearray(self._segment_bytes)
         self._fill = 0
         self._cond.notify_all()
+        while (
+            wait
+            and not self._pool
+            and self._buffers_made >= self._max_buffers
+            and not self.error
+            and not self.stopped
+        ):
+            self._cond.wait()
+        if self._pool:
+            self._buffer = self._pool.pop()
+        else:
+            self._buffer = bytearray(self._segment_bytes)
+            self._buffers_made += 1
 
     # -- background publisher --------------------------------------------------------
 
