@@ -332,6 +332,8 @@ class ArtifactWriter:
             self._closing
             or self._flush_requests
             or len(self._staged) >= self._publish_segments
+            # A partial segment was cut by the flush interval: it is already late.
+            or self._staged[-1].size < self._segment_bytes
             or time.monotonic() - self._staged_since >= self._flush_interval
         )
 

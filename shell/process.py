@@ -155,19 +155,10 @@ class Pump:
             while self._sel.get_map():
                 deadline = self._drain_deadline
                 if deadline is not None and time.monotonic() >= deadline:
+                    self._take_what_is_left()
                     break
                 for key, _ in self._sel.select(timeout=0.05):
-                    try:
-                        n = os.readv(key.fd, [self._buf])
-                    except OSError as exc:
-                        if exc.errno == errno.EINTR:
-                            continue
-                        n = 0
-                    if not n:
-                        self._sel.unregister(key.fd)
-                        continue
-                    with memoryview(self._buf)[:n] as chunk:
-                        key.data(chunk)
+                    self._read_once(key)
         finally:
             self._sel.close()
             for f in self._files:
@@ -176,6 +167,40 @@ class Pump:
                 except OSError:
                     pass
             self.done.set()
+
+    def _read_once(self, key: selectors.SelectorKey) -> int:
+        """One read into the stream's sink; unregisters the pipe at EOF. Returns the
+        bytes read (0 at EOF or when nothing was there)."""
+        try:
+            n = os.readv(key.fd, [self._buf])
+        except BlockingIOError:
+            return 0
+        except OSError as exc:
+            if exc.errno == errno.EINTR:
+                return 0
+            n = 0
+        if not n:
+            self._sel.unregister(key.fd)
+            return 0
+        with memoryview(self._buf)[:n] as chunk:
+            key.data(chunk)
+        return n
+
+    def _take_what_is_left(self) -> None:
+        """At the drain deadline, keep what already sits in the pipes.
+
+        The deadline exists for a grandchild that holds a pipe open; it must not
+        throw away output the command finished printing while our sinks were slow
+        (a remote store under load). So: read without waiting, at most one pipe's
+        capacity per stream (a writer still running cannot keep us here)."""
+        for key in list(self._sel.get_map().values()):
+            os.set_blocking(key.fd, False)
+            budget = _PIPE_SIZE
+            while budget > 0 and key.fd in self._sel.get_map():
+                n = self._read_once(key)
+                if not n:
+                    break
+                budget -= n
 
     def drain(self, bound_s: float) -> None:
         """Wait for EOF on both pipes, at most ``bound_s`` seconds, then stop."""

@@ -105,6 +105,28 @@ def test_a_lingering_grandchild_does_not_hold_the_result_past_the_grace() -> Non
     assert r.exit_code == 0 and r.stdout.text == "done\n" and r.duration_ms < 10_000
 
 
+def test_output_left_in_the_pipes_at_the_drain_deadline_is_kept() -> None:
+    """A slow consumer (a remote store under load) must not cost the end of the
+    output: the command has exited and its bytes already sit in the pipes."""
+    from shell.process import Pump, spawn
+
+    tree = spawn("seq 1 100000; seq 1 3000 >&2", os.getcwd(), dict(os.environ), None)
+    got = {"out": bytearray(), "err": bytearray()}
+
+    def slow(name: str):  # type: ignore[no-untyped-def]
+        def take(chunk: memoryview) -> None:
+            time.sleep(0.05)
+            got[name] += chunk
+
+        return take
+
+    pump = Pump(tree, slow("out"), slow("err"))
+    tree.popen.wait()
+    pump.drain(0.0)  # the deadline has passed before the first read
+    assert bytes(got["out"]) == "".join(f"{i}\n" for i in range(1, 100001)).encode()
+    assert bytes(got["err"]) == "".join(f"{i}\n" for i in range(1, 3001)).encode()
+
+
 def test_infrastructure_failures_raise() -> None:
     with pytest.raises(SpawnError, match="workdir does not exist"):
         _executor().run(ExecRequest(command="true", workdir="/no/such/dir"))

@@ -164,6 +164,19 @@ def test_signing_in_with_a_pasted_token_lands_where_the_user_was_going(
     assert site.alice not in page.url
 
 
+@pytest.mark.parametrize(
+    "next_", ["//attacker.test/x", "/\\attacker.test/x", "https://attacker.test/"]
+)
+def test_signing_in_never_redirects_to_another_site(page: Any, site: Site, next_: str) -> None:
+    from urllib.parse import quote
+
+    page.goto(f"{site.url}/sign-in?next={quote(next_)}")
+    page.fill("#token", site.alice)
+    page.click("button[type=submit]")
+    page.wait_for_selector("#summary")
+    assert page.url.startswith(site.url + "/")
+
+
 def test_the_link_printed_by_serve_signs_in_and_drops_the_token_from_the_address_bar(
     page: Any, site: Site
 ) -> None:

@@ -37,7 +37,10 @@ function nav(me) {
 function signIn(main) {
   const params = new URLSearchParams(location.search);
   const next = params.get("next");
-  const safeNext = next && next.startsWith("/") && !next.startsWith("//") ? next : "/";
+  // Only a path on this origin: "//evil" and "/\evil" would leave the site.
+  const target = next ? new URL(next, location.origin) : null;
+  const safeNext = target && target.origin === location.origin && next.startsWith("/")
+    ? target.pathname + target.search + target.hash : "/";
   const input = h("input", { id: "token", name: "token", type: "password", autocomplete: "off", required: true, placeholder: "ovs_…" });
   const remember = h("input", { id: "remember", type: "checkbox" });
   const error = h("p", { class: "error", role: "alert" });
