@@ -375,4 +375,16 @@ def test_newline_counts_agree_with_bytes_count_across_slices(data: bytes, repeat
     big = data * (1 + repeat * ((newlines._SLICE // max(len(data), 1)) + 1))
     counter = newlines.NewlineCounter()
     assert counter.count(big) == big.count(b"\n")
-    assert counter.count(memoryview(bytearray(big))[1:]) == big[1:].count(b"\n")
+    view = memoryview(bytearray(big))[1:]
+    assert counter._count_vectorised(view) == big[1:].count(b"\n")
+
+
+def test_a_counter_turns_to_numpy_only_for_long_streams() -> None:
+    from artifacts import newlines
+
+    counter = newlines.NewlineCounter()
+    segment = b"line\n" * (2 * 1024 * 1024 // 5)
+    while counter._seen <= newlines.NUMPY_AFTER:
+        assert counter.count(segment) == segment.count(b"\n")
+    assert counter.count(segment) == segment.count(b"\n")
+    assert counter._scratch is not None  # past the threshold: the vectorised count
