@@ -13,14 +13,16 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from api.backend import Backend, LocalBackend
 from api.settings import ClientSettings
 from artifacts.config import StoreSettings
 from artifacts.errors import OverspillError
 from artifacts.records import ArtifactInfo, Principal
-from artifacts.store import ArtifactStore
+
+if TYPE_CHECKING:  # the store (SQLAlchemy, blob SDKs) loads only for verbs that use it
+    from api.backend import Backend
+    from artifacts.store import ArtifactStore
 
 EXIT_ERROR = 1
 _PROGRESS_MIN_BYTES = 8 * 1024 * 1024
@@ -34,6 +36,8 @@ class CliError(Exception):
 
 
 def _local_store() -> ArtifactStore:
+    from artifacts.store import ArtifactStore
+
     return ArtifactStore.open(StoreSettings.load())
 
 
@@ -42,6 +46,8 @@ def _backend(client: ClientSettings) -> Backend:
         from api.client import OverspillClient
 
         return OverspillClient(client.url, client.token)
+    from api.backend import LocalBackend
+
     # The local CLI runs as whoever owns the data directory: it sees every owner.
     return LocalBackend(_local_store(), Principal(name=client.owner, role="admin"))
 

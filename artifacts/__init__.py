@@ -1,7 +1,15 @@
 """The artifact store: ids, metadata, blob backends, bounded reads, retention.
 
 This package imports nothing else of overspill's; ``shell`` and ``api`` build on it.
+
+``ArtifactStore`` and ``ArtifactWriter`` are imported on first use: they pull in
+SQLAlchemy and the blob SDKs (~0.4 s), which a command that never overflows —
+most of what ``overspill run`` executes — must not pay for.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from artifacts.config import StoreSettings
 from artifacts.errors import (
@@ -16,8 +24,21 @@ from artifacts.errors import (
     StorageUnavailable,
 )
 from artifacts.records import ArtifactInfo, Principal, WriteResult
-from artifacts.store import ArtifactStore
-from artifacts.writer import ArtifactWriter
+
+if TYPE_CHECKING:
+    from artifacts.store import ArtifactStore
+    from artifacts.writer import ArtifactWriter
+
+_LAZY = {"ArtifactStore": "artifacts.store", "ArtifactWriter": "artifacts.writer"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'artifacts' has no attribute {name!r}")
+
 
 __all__ = [
     "ArtifactInfo",

@@ -16,46 +16,10 @@ import re2
 from artifacts.content import Content
 from artifacts.errors import InvalidArgument, InvalidRange
 from artifacts.records import GrepMatch, GrepResult, Line, LineWindow, TailWindow, TextWindow
+from artifacts.utf8 import utf8_char_len, utf8_safe_end, utf8_skip_partial
 
 _BLOCK = 64 * 1024
 MAX_LINE_BYTES = 64 * 1024  # a longer line is shown truncated (and flagged)
-
-
-def _is_continuation(byte: int) -> bool:
-    return 0x80 <= byte <= 0xBF
-
-
-def _char_len(lead: int) -> int:
-    if lead >= 0xF0:
-        return 4
-    if lead >= 0xE0:
-        return 3
-    if lead >= 0xC0:
-        return 2
-    return 1
-
-
-def utf8_skip_partial(data: bytes) -> int:
-    """Leading bytes to drop so ``data`` does not start inside a UTF-8 character."""
-    skip = 0
-    while skip < min(3, len(data)) and _is_continuation(data[skip]):
-        skip += 1
-    return skip
-
-
-def utf8_safe_end(data: bytes) -> int:
-    """Length of the longest prefix of ``data`` that does not end mid-character."""
-    n = len(data)
-    i = n - 1
-    # Walk back over at most 3 continuation bytes to the lead byte of the last char.
-    while i >= 0 and n - i <= 4 and _is_continuation(data[i]):
-        i -= 1
-    if i < 0 or n - i > 4:
-        return n
-    lead = data[i]
-    if lead < 0xC0:
-        return n  # ASCII or a stray continuation run: nothing to hold back
-    return n if i + _char_len(lead) <= n else i
 
 
 def text_window(content: Content, offset: int, limit: int, *, complete: bool) -> TextWindow:
@@ -69,7 +33,7 @@ def text_window(content: Content, offset: int, limit: int, *, complete: bool) ->
     body = raw[skip : skip + limit]
     cut = utf8_safe_end(body)
     if cut == 0 and body:
-        cut = min(len(raw) - skip, _char_len(body[0]))  # always make progress
+        cut = min(len(raw) - skip, utf8_char_len(body[0]))  # always make progress
         body = raw[skip : skip + cut]
     else:
         body = body[:cut]

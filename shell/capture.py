@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from artifacts.reads import utf8_safe_end, utf8_skip_partial
+from artifacts.utf8 import utf8_safe_end, utf8_skip_partial
 from shell.results import ArtifactRef, CollectedOutput
 from shell.sink import SinkStream
 from shell.spill import SpillFile

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from artifacts.reads import utf8_skip_partial
+from artifacts.utf8 import utf8_skip_partial
 from shell.capture import OutputCollector
 from shell.config import ShellSettings
 from shell.environment import child_environment

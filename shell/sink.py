@@ -4,13 +4,15 @@ protocol, so an in-process store and a remote server are interchangeable."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from artifacts.errors import OverspillError
 from artifacts.records import Principal
-from artifacts.store import ArtifactStore
-from artifacts.writer import ArtifactWriter
 from shell.results import ArtifactRef
+
+if TYPE_CHECKING:  # imported when the first stream overflows, not before
+    from artifacts.store import ArtifactStore
+    from artifacts.writer import ArtifactWriter
 
 
 class SinkStream(Protocol):
@@ -52,7 +54,7 @@ class StoreSink:
         self._max_bytes = max_bytes
 
     def _get_store(self) -> ArtifactStore:
-        if not isinstance(self._store, ArtifactStore):
+        if callable(self._store):
             self._store = self._store()
         return self._store
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def _run(home: Path, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
@@ -84,3 +86,36 @@ def test_invalid_regex_and_backend_errors_are_one_line(tmp_path: Path) -> None:
     assert env_bad.stderr.strip().splitlines() == [
         b"overspill: unknown blob backend 'ftp://x/y': known schemes are file://, s3://"
     ]
+
+
+_LOADED = (
+    "import sys, runpy\n"
+    "sys.argv = ['overspill', 'run', '--', sys.argv[1]]\n"
+    "try:\n"
+    "    runpy.run_module('api.cli', run_name='__main__')\n"
+    "except SystemExit:\n"
+    "    pass\n"
+    "heavy = ('sqlalchemy', 'boto3', 'numpy', 'artifacts.store')\n"
+    "print(sorted({m.split('.')[0] if m != 'artifacts.store' else m\n"
+    "              for m in sys.modules if m.startswith(heavy)}), file=sys.stderr)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("command", "loaded"),
+    [("echo small", "[]"), ("seq 1 100000", "['artifacts.store', 'sqlalchemy']")],
+)
+def test_run_loads_the_store_only_when_a_stream_overflows(
+    tmp_path: Path, command: str, loaded: str
+) -> None:
+    """Most commands fit the window; they must not pay for the store's imports."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
+    env.update(OVERSPILL_HOME=str(tmp_path / "home"), PYTHONPATH=str(ROOT))
+    out = subprocess.run(
+        [sys.executable, "-c", _LOADED, command],
+        capture_output=True,
+        env=env,
+        check=False,
+        timeout=120,
+    )
+    assert out.stderr.decode().strip().splitlines()[-1] == loaded, out.stderr
