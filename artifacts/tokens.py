@@ -57,6 +57,13 @@ def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+def _usable(row: ApiToken | None, now: datetime) -> bool:
+    """The token exists, is not revoked and has not expired."""
+    if row is None or row.revoked_at is not None:
+        return False
+    return row.expires_at is None or row.expires_at > now
+
+
 def _ticket_mac(key: str, token_id: str, expires: int, scope: str) -> str:
     message = f"{token_id}|{expires}|{scope}".encode()
     return hmac.new(key.encode(), message, hashlib.sha256).hexdigest()
@@ -123,10 +130,9 @@ class TokenStore:
             row = s.execute(
                 select(ApiToken).where(ApiToken.token_sha256 == _digest(secret))
             ).scalar_one_or_none()
-            if row is None or row.revoked_at is not None:
+            if not _usable(row, now):
                 return None
-            if row.expires_at is not None and row.expires_at <= now:
-                return None
+            assert row is not None
             principal = Principal(name=row.principal, role=row.role)  # type: ignore[arg-type]
             stale = row.last_used_at is None or now - row.last_used_at > _LAST_USED_RESOLUTION
             token_id = row.id
@@ -163,10 +169,9 @@ class TokenStore:
             return None
         with self._sessions() as s:
             row = s.get(ApiToken, token_id)
-            if row is None or row.revoked_at is not None:
+            if not _usable(row, now):
                 return None
-            if row.expires_at is not None and row.expires_at <= now:
-                return None
+            assert row is not None
             expected = _ticket_mac(row.token_sha256, row.id, expires_s, scope)
             if not hmac.compare_digest(expected, mac):
                 return None

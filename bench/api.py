@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -21,16 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import report
+from bench._common import free_port, report, wait_up
 
 MiB = 1024 * 1024
 RANGE = MiB
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def serve_ours(port: int, home: str) -> None:
@@ -102,17 +95,6 @@ async def _load(
     }
 
 
-def _wait_up(port: int) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"server on {port} did not start")
-
-
 def _run_server(args: list[str]) -> subprocess.Popen[bytes]:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     return subprocess.Popen([sys.executable, str(Path(__file__).resolve()), *args], env=env)
@@ -162,11 +144,11 @@ def main() -> None:
                 {"Authorization": f"Bearer {token}"},
             ),
         ):
-            port = _free_port()
+            port = free_port()
             extra = [str(plain)] if name == "starlette_file" else [tmp]
             proc = _run_server([*server_args, str(port), *extra])
             try:
-                _wait_up(port)
+                wait_up(port)
                 results[name] = asyncio.run(
                     _load(f"http://127.0.0.1:{port}{url}", headers, size, clients, total)
                 )

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,17 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import median, report
+from bench._common import free_port, median, report, wait_up
 
 MiB = 1024 * 1024
 CHROMIUM = os.environ.get("OVERSPILL_CHROMIUM", "/usr/bin/chromium")
 TARGET_RATIO = 1.5
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _seed(home: Path, large: int) -> tuple[str, str, str]:
@@ -78,7 +71,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
         home = Path(tmp)
         small_id, large_id, token = _seed(home, large)
-        port = _free_port()
+        port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
         env.update(OVERSPILL_HOME=str(home), OVERSPILL_SWEEP_INTERVAL_S="0")
         env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
@@ -90,17 +83,7 @@ def main() -> None:
         )
         base = f"http://127.0.0.1:{port}"
         try:
-            import httpx
-
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    httpx.get(f"{base}/healthz", timeout=1)
-                    break
-                except httpx.HTTPError:
-                    if time.monotonic() > deadline:
-                        raise SystemExit("server did not start") from None
-                    time.sleep(0.1)
+            wait_up(port)
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(
                     executable_path=CHROMIUM,

@@ -27,7 +27,7 @@ export class ApiError extends Error {
   }
 }
 
-export function query(params) {
+function query(params) {
   const q = new URLSearchParams();
   for (const [key, value] of Object.entries(params)) {
     if (value !== null && value !== undefined && value !== "" && value !== false) q.set(key, String(value));
