@@ -175,11 +175,14 @@ export async function render(main, me, id) {
       prevBtn, nextBtn),
       linesInfo, linesOut),
     loaded: false,
+    // The line to show comes from the address (#lines:N), so a shared link and a
+    // click on a search hit take the same single path.
     async show() {
-      if (this.loaded) return;
-      this.loaded = true;
       const m = location.hash.match(/^#lines:(\d+)$/);
-      await showLines(m ? Math.max(1, Number(m[1])) : 1);
+      const start = m ? Math.max(1, Number(m[1])) : this.loaded ? linesState.start : 1;
+      if (this.loaded && start === linesState.start) return;
+      this.loaded = true;
+      await showLines(start);
     },
   };
 
@@ -191,8 +194,8 @@ export async function render(main, me, id) {
   const grepInfo = h("p", { class: "muted small", id: "grep-info", role: "status" });
   const more = h("button", { type: "button", hidden: true }, "Continue search");
   const goToLine = (n) => {
+    history.replaceState(null, "", `#lines:${n}`);
     panels.select("lines");
-    showLines(n).catch((err) => flash(err.message, "error"));
   };
   let found = 0;
   const shownLines = new Map();
