@@ -97,8 +97,9 @@ function policyForm(view, scope, onSaved) {
     try {
       const path = isGlobal ? "/v1/admin/retention" : `/v1/admin/retention/owners/${enc(scope)}`;
       const r = await api("PUT", path, { body: { ...spec(), apply_to_existing: f.apply.checked } });
-      flash(`Saved the ${isGlobal ? "global" : scope} policy${f.apply.checked ? `; ${r.updated_artifacts} existing artifacts updated` : ""}.`);
+      const applied = f.apply.checked ? `; ${r.updated_artifacts} existing artifacts updated` : "";
       await onSaved();
+      flash(`Saved the ${isGlobal ? "global" : scope} policy${applied}.`);
     } catch (err) {
       error.textContent = err.message;
     }
@@ -136,8 +137,8 @@ function retentionPanel() {
             const ok = await confirmDialog({ title: `Remove the policy for ${p.owner}?`, body: "The global policy applies to this owner again (for new artifacts).", confirm: "Remove", danger: true });
             if (!ok) return;
             await api("DELETE", `/v1/admin/retention/owners/${enc(p.owner)}`);
-            flash(`Removed the policy for ${p.owner}.`);
             await load();
+            flash(`Removed the policy for ${p.owner}.`);
           },
         }, "Remove"))));
     fill(el, 
@@ -203,8 +204,8 @@ function tokensPanel() {
           const ok = await confirmDialog({ title: `Revoke ${t.id} (${t.principal})?`, body: "It stops working at once, including download links made with it.", confirm: "Revoke", danger: true });
           if (!ok) return;
           await api("DELETE", `/v1/admin/tokens/${enc(t.id)}`);
-          flash(`Revoked ${t.id}.`);
           await show();
+          flash(`Revoked ${t.id}.`);
         },
       }, "Revoke"))));
     fill(el, 

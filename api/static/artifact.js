@@ -259,11 +259,12 @@ export async function render(main, me, id) {
   };
 
   // -- actions --------------------------------------------------------------------
+  // Report an action once the page shows its result, never before.
   async function act(fn, done) {
     try {
-      await fn();
-      if (done) flash(done);
+      const result = await fn();
       await render(main, me, id);
+      flash(typeof done === "function" ? done(result) : done);
     } catch (err) {
       flash(err.message, "error");
     }
@@ -312,15 +313,8 @@ export async function render(main, me, id) {
       flash(err.message, "error");
       return;
     }
-    try {
-      const r = await api("PATCH", base, { body: { retention } });
-      flash(r.retention_clamped
-        ? `Clamped: expires ${r.expires_at ? formatTime(r.expires_at) : "never"} (${r.retention_source}).`
-        : `Expires ${r.expires_at ? formatTime(r.expires_at) : "never"} (${r.retention_source}).`);
-      await render(main, me, id);
-    } catch (err) {
-      flash(err.message, "error");
-    }
+    await act(() => api("PATCH", base, { body: { retention } }), (r) =>
+      `${r.retention_clamped ? "Clamped: expires" : "Expires"} ${r.expires_at ? formatTime(r.expires_at) : "never"} (${r.retention_source}).`);
   };
   const remove = async () => {
     const v = await confirmDialog({

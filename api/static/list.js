@@ -105,6 +105,8 @@ function expiresCell(a) {
   return td(a.expires_at ? timeCell(a.expires_at) : "never");
 }
 
+// Pin or delete the selected artifacts after a confirmation; returns the
+// [message, kind] to report, or null when the user cancelled.
 async function bulk(action, selected, items) {
   const chosen = items.filter((a) => selected.has(a.id));
   const bytes = chosen.reduce((n, a) => n + a.size_bytes, 0);
@@ -122,7 +124,7 @@ async function bulk(action, selected, items) {
       confirm: "Pin",
       fields: [{ name: "reason", label: "Reason (optional)", placeholder: "e.g. incident 42" }],
     });
-  if (!answer) return false;
+  if (!answer) return null;
   const failed = [];
   for (const a of chosen) {
     try {
@@ -134,9 +136,9 @@ async function bulk(action, selected, items) {
   }
   const done = chosen.length - failed.length;
   const verb = action === "delete" ? "Deleted" : "Pinned";
-  flash(failed.length ? `${verb} ${done}; failed: ${failed.join("; ")}` : `${verb} ${done} artifact${done === 1 ? "" : "s"}.`,
-    failed.length ? "error" : "info");
-  return true;
+  return failed.length
+    ? [`${verb} ${done}; failed: ${failed.join("; ")}`, "error"]
+    : [`${verb} ${done} artifact${done === 1 ? "" : "s"}.`, "info"];
 }
 
 export async function render(main, me) {
@@ -190,7 +192,10 @@ export async function render(main, me) {
       class: cls,
       disabled: true,
       onclick: async () => {
-        if (await bulk(action, selected, items)) await render(main, me);
+        const outcome = await bulk(action, selected, items);
+        if (!outcome) return;
+        await render(main, me);  // report once the list shows the result
+        flash(...outcome);
       },
     }, label));
   }
