@@ -19,6 +19,7 @@ but unpublished blobs are orphans the reconciler reclaims.
 from __future__ import annotations
 
 import hashlib
+import mmap
 import threading
 import time
 from collections import deque
@@ -79,8 +80,12 @@ class SegmentTarget(Protocol):
 @dataclass(frozen=True)
 class _Pending:
     offset: int
-    buf: bytearray
+    buf: mmap.mmap
     fill: int
+
+
+def _segment_buffer(size: int) -> mmap.mmap:
+    return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
 
 
 class ArtifactWriter:
@@ -109,9 +114,11 @@ class ArtifactWriter:
         self._hash_thread = ThreadPoolExecutor(1, thread_name_prefix=f"hash-{artifact_id}")
         self._newlines = NewlineCounter()
         # Fixed-size buffers, reused: no reallocation churn, so RSS stays flat. Two
-        # suffice: one fills while the other is stored (double buffering).
-        self._pool: list[bytearray] = []
-        self._buffer = bytearray(segment_bytes)
+        # suffice: one fills while the other is stored (double buffering). Anonymous
+        # maps, not bytearrays: their pages are touched only as data arrives, so an
+        # artifact of a few hundred KB costs that much memory and no 8 MiB memset.
+        self._pool: list[mmap.mmap] = []
+        self._buffer = _segment_buffer(segment_bytes)
         self._buffers_made = 1
         self._fill = 0
         self._buffer_since = 0.0
@@ -210,7 +217,7 @@ class ArtifactWriter:
             return self._result
         with self._cond:
             if self._fill and not self.error and not self.stopped:
-                self._enqueue_buffer_locked(wait=False)
+                self._enqueue_buffer_locked(wait=False, refill=False)
             self._closing = True
             self._cond.notify_all()
         self._thread.join()
@@ -275,12 +282,13 @@ class ArtifactWriter:
     def _unpublished_locked(self) -> bool:
         return bool(self._pending or self._in_flight or self._staged)
 
-    def _enqueue_buffer_locked(self, *, wait: bool) -> None:
+    def _enqueue_buffer_locked(self, *, wait: bool, refill: bool = True) -> None:
         """Hand the filled buffer to the publisher (no copy) and take a free one.
 
         ``wait`` (the producer): block until a buffer is free, which is the
         writer's backpressure. The publisher's own time-based flush never waits:
-        it runs only when nothing is in flight, so a buffer is free anyway."""
+        it runs only when nothing is in flight, so a buffer is free anyway.
+        ``refill`` is off at close: no more bytes will come."""
         if self.error or self.stopped:
             self._fill = 0
             return
@@ -289,6 +297,8 @@ class ArtifactWriter:
         self._pending.append(_Pending(offset, self._buffer, self._fill))
         self._fill = 0
         self._cond.notify_all()
+        if not refill:
+            return
         while (
             wait
             and not self._pool
@@ -300,7 +310,7 @@ class ArtifactWriter:
         if self._pool:
             self._buffer = self._pool.pop()
         else:
-            self._buffer = bytearray(self._segment_bytes)
+            self._buffer = _segment_buffer(self._segment_bytes)
             self._buffers_made += 1
 
     # -- background publisher --------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import select
 import selectors
 import signal
 import subprocess
@@ -30,6 +31,31 @@ class ProcessTree:
         self.pgid = popen.pid  # start_new_session: the leader's pid is the group id
         self._gone = False
         self._lock = threading.Lock()
+        self._pidfd: int | None = None
+        if hasattr(os, "pidfd_open"):
+            try:
+                self._pidfd = os.pidfd_open(popen.pid)
+            except OSError:  # an old kernel or a sandbox without pidfd: poll instead
+                pass
+
+    def wait_exit(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the command to exit; True once it has.
+
+        A pidfd wakes us the moment the leader exits, where polling would add up to
+        a poll interval to every command (a fifth of a short command's run time).
+        The pidfd is only watched, never used to reap: ``Popen`` still does that."""
+        if self.popen.poll() is not None:
+            return True
+        if self._pidfd is None:
+            time.sleep(min(timeout, 0.01))
+        else:
+            select.select([self._pidfd], [], [], timeout)
+        return self.popen.poll() is not None
+
+    def close(self) -> None:
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
 
     def alive(self) -> bool:
         with self._lock:
