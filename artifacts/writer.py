@@ -19,7 +19,6 @@ but unpublished blobs are orphans the reconciler reclaims.
 from __future__ import annotations
 
 import hashlib
-import mmap
 import threading
 import time
 from collections import deque
@@ -80,12 +79,8 @@ class SegmentTarget(Protocol):
 @dataclass(frozen=True)
 class _Pending:
     offset: int
-    buf: mmap.mmap
+    buf: bytearray
     fill: int
-
-
-def _segment_buffer(size: int) -> mmap.mmap:
-    return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
 
 
 class ArtifactWriter:
@@ -114,11 +109,11 @@ class ArtifactWriter:
         self._hash_thread = ThreadPoolExecutor(1, thread_name_prefix=f"hash-{artifact_id}")
         self._newlines = NewlineCounter()
         # Fixed-size buffers, reused: no reallocation churn, so RSS stays flat. Two
-        # suffice: one fills while the other is stored (double buffering). Anonymous
-        # maps, not bytearrays: their pages are touched only as data arrives, so an
-        # artifact of a few hundred KB costs that much memory and no 8 MiB memset.
-        self._pool: list[mmap.mmap] = []
-        self._buffer = _segment_buffer(segment_bytes)
+        # suffice: one fills while the other is stored (double buffering). A new
+        # buffer starts empty and grows as data arrives, so an artifact of a few
+        # hundred KB costs that much memory, not an 8 MiB zero-fill.
+        self._pool: list[bytearray] = []
+        self._buffer = bytearray()  # grows as filled; reused ones overwrite in place
         self._buffers_made = 1
         self._fill = 0
         self._buffer_since = 0.0
@@ -310,7 +305,7 @@ class ArtifactWriter:
         if self._pool:
             self._buffer = self._pool.pop()
         else:
-            self._buffer = _segment_buffer(self._segment_bytes)
+            self._buffer = bytearray()
             self._buffers_made += 1
 
     # -- background publisher --------------------------------------------------------
@@ -386,7 +381,7 @@ class ArtifactWriter:
                 # keeps the hash in segment order and the buffer unshared.
                 hashed = self._hash_thread.submit(self._hasher.update, data)
                 try:
-                    staged = self._target.stage(item.offset, data, self._newlines.count(data))
+                    staged = self._target.stage(item.offset, data, self._newlines.count(item.buf, item.fill))
                 finally:
                     hashed.result()
         except QuotaExceeded as exc:
