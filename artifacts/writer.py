@@ -29,7 +29,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from artifacts.errors import Conflict, OverspillError, QuotaExceeded, StorageUnavailable
-from artifacts.newlines import NewlineCounter
+from artifacts.newlines import count_newlines
 from artifacts.records import WriteResult
 
 
@@ -107,7 +107,6 @@ class ArtifactWriter:
         self._hasher = hashlib.sha256()
         # Started on the first segment, so a small artifact never spawns it.
         self._hash_thread = ThreadPoolExecutor(1, thread_name_prefix=f"hash-{artifact_id}")
-        self._newlines = NewlineCounter()
         # Fixed-size buffers, reused: no reallocation churn, so RSS stays flat. Two
         # suffice: one fills while the other is stored (double buffering). A new
         # buffer starts empty and grows as data arrives, so an artifact of a few
@@ -381,7 +380,7 @@ class ArtifactWriter:
                 # keeps the hash in segment order and the buffer unshared.
                 hashed = self._hash_thread.submit(self._hasher.update, data)
                 try:
-                    staged = self._target.stage(item.offset, data, self._newlines.count(item.buf, item.fill))
+                    staged = self._target.stage(item.offset, data, count_newlines(item.buf, item.fill))
                 finally:
                     hashed.result()
         except QuotaExceeded as exc:
