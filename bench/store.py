@@ -90,7 +90,7 @@ def child(case: str, size: int, workdir: str, blob_url: str, endpoint: str) -> N
             database_url=f"sqlite:///{workdir}/bench.db",
             blob_url=blob_url,
             s3_endpoint_url=endpoint or None,
-            max_artifact_bytes=size * 2,
+            max_artifact_bytes=max(size * 2, MiB),
         )
         store = ArtifactStore.open(settings)
         t0 = time.perf_counter()
@@ -161,12 +161,15 @@ def main() -> None:
         endpoint = f"http://{host}:{port}"
         boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="bench")
         s3_url = "s3://bench/artifacts"
-        ref, ours_s3, rss_s3 = [], [], []
+        ref, ours_s3, rss_s3, rss_ref = [], [], [], []
         try:
+            # The same store and S3 client with a 0-byte artifact: the memory that is
+            # paid before any data (interpreter, SQLAlchemy, boto3 and its models).
+            rss_idle = run_child(script, "writer", "0", tmp, s3_url, endpoint)["rss_mb"]
             for _ in range(repeats):
-                ref.append(
-                    run_child(script, "boto3-upload", str(s3_size), tmp, s3_url, endpoint)["mb_s"]
-                )
+                r = run_child(script, "boto3-upload", str(s3_size), tmp, s3_url, endpoint)
+                ref.append(r["mb_s"])
+                rss_ref.append(r["rss_mb"])
                 r = run_child(script, "writer", str(s3_size), tmp, s3_url, endpoint)
                 ours_s3.append(r["mb_s"])
                 rss_s3.append(r["rss_mb"])
@@ -178,6 +181,8 @@ def main() -> None:
             s3_boto3_upload_mb_s=round(median(ref), 1),
             s3_ratio=round(median(ours_s3) / median(ref), 3),
             s3_peak_rss_mb=round(max(rss_s3), 1),
+            s3_peak_rss_before_data_mb=round(rss_idle, 1),
+            s3_boto3_upload_peak_rss_mb=round(max(rss_ref), 1),
         )
     peak = max(float(figures["local_peak_rss_mb"]), float(figures["s3_peak_rss_mb"]))  # type: ignore[arg-type]
     report(

@@ -6,9 +6,10 @@ botocore errors are translated here: nothing above this module sees one.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Iterable, Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from artifacts.blobs.base import BlobInfo, BlobNotFound, check_key
 from artifacts.errors import StorageUnavailable
@@ -57,10 +58,11 @@ class S3BlobStore:
 
     def put(self, key: str, data: bytes | bytearray | memoryview) -> None:
         full = self._key(key)
-        # botocore keeps extra copies of a bytearray body alive; bytes it streams.
-        body = bytes(data) if not isinstance(data, bytes) else data
+        # A file over the caller's buffer, not bytes(data): botocore reads it in
+        # bounded chunks (checksum, then the send), so no second copy of a segment
+        # is made. A bytearray body it would copy, more than once.
         try:
-            self._client.put_object(Bucket=self.bucket, Key=full, Body=body)
+            self._client.put_object(Bucket=self.bucket, Key=full, Body=cast(IO[bytes], _ViewFile(data)))
         except Exception as exc:
             raise self._fail("put", key, exc) from None
 
@@ -149,6 +151,38 @@ class S3BlobStore:
             if _error_code(exc) in ("404", "NoSuchBucket"):
                 raise StorageUnavailable(f"S3 bucket {self.bucket!r} does not exist") from None
             raise self._fail("head bucket", "", exc) from None
+
+
+class _ViewFile(io.RawIOBase):
+    """A read-only, seekable file over a buffer, without copying it."""
+
+    def __init__(self, data: bytes | bytearray | memoryview) -> None:
+        self._view = memoryview(data).cast("B")
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: len(self._view)}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        chunk = self._view[self._pos : self._pos + len(buffer)]
+        n = len(chunk)
+        memoryview(buffer).cast("B")[:n] = chunk
+        self._pos += n
+        return n
+
+    def __len__(self) -> int:
+        return len(self._view)
 
 
 def _error_code(exc: Exception) -> str | None:
