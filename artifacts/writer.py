@@ -107,12 +107,13 @@ class ArtifactWriter:
         self._hasher = hashlib.sha256()
         # Started on the first segment, so a small artifact never spawns it.
         self._hash_thread = ThreadPoolExecutor(1, thread_name_prefix=f"hash-{artifact_id}")
-        # Fixed-size buffers, reused: no reallocation churn, so RSS stays flat. Two
+        # Segment buffers, reused: no reallocation churn, so RSS stays flat. Two
         # suffice: one fills while the other is stored (double buffering). A new
-        # buffer starts empty and grows as data arrives, so an artifact of a few
-        # hundred KB costs that much memory, not an 8 MiB zero-fill.
+        # one starts empty and grows to a segment as data arrives (a reused one is
+        # overwritten in place), so an artifact of a few hundred KB costs that much
+        # memory, not an 8 MiB zero-fill.
         self._pool: list[bytearray] = []
-        self._buffer = bytearray()  # grows as filled; reused ones overwrite in place
+        self._buffer = bytearray()
         self._buffers_made = 1
         self._fill = 0
         self._buffer_since = 0.0
