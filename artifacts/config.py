@@ -69,8 +69,9 @@ class StoreSettings(SettingsBase):
     database_url: str | None = None
     blob_url: str | None = None
     s3_endpoint_url: str | None = None
-    # Writers publish a segment when this much is buffered or flush_interval_s passed.
-    segment_bytes: int = Field(default=8 * MiB, gt=0)
+    # Writers store a segment when this much is buffered or flush_interval_s passed;
+    # unset, the blob backend's own size (local 8 MiB, S3 4 MiB).
+    segment_bytes: int | None = Field(default=None, gt=0)
     flush_interval_s: float = Field(default=1.0, gt=0)
     lease_seconds: float = Field(default=30.0, gt=0)
     max_artifact_bytes: int = Field(default=4096 * MiB, gt=0)

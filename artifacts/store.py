@@ -199,7 +199,7 @@ class ArtifactStore:
             artifact_id,
             _StoreTarget(self, artifact_id, token, start),
             max_bytes=max_bytes - start,
-            segment_bytes=s.segment_bytes,
+            segment_bytes=s.segment_bytes or self.blobs.segment_bytes,
             flush_interval=s.flush_interval_s,
             lease_seconds=s.lease_seconds,
         )

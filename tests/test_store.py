@@ -13,6 +13,8 @@ from artifacts.errors import Conflict, InvalidArgument, InvalidRange, NotFound, 
 from artifacts.store import ArtifactStore
 from tests.helpers import ADMIN, ALICE, BOB, write_artifact
 
+MiB = 1024 * 1024
+
 
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -319,6 +321,23 @@ def test_a_storage_failure_mid_write_fails_the_artifact_but_keeps_what_was_store
     assert result.state == "failed" and result.error and result.size_bytes == 500
     info = store.get(ALICE, writer.id)
     assert info.state == "failed" and info.error == result.error and info.size_bytes == 500
+
+
+def test_unset_segment_size_takes_the_backends_own(store: ArtifactStore) -> None:
+    from artifacts.blobs.s3 import S3BlobStore
+
+    own = ArtifactStore.open(store.settings.model_copy(update={"segment_bytes": None}))
+    try:
+        writer = own.open_writer(ALICE)
+        writer.write(b"x" * (9 * MiB + 1))
+        writer.close()
+        sizes = sorted((b.size for b in own.blobs.list(writer.id)), reverse=True)
+    finally:
+        own.close()
+    if isinstance(store.blobs, S3BlobStore):
+        assert sizes == [4 * MiB, 4 * MiB, MiB + 1]
+    else:
+        assert sizes == [8 * MiB, MiB + 1]
 
 
 def _break_blob_backend(store: ArtifactStore) -> None:

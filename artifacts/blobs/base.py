@@ -32,6 +32,8 @@ class BlobInfo:
 
 class BlobStore(Protocol):
     url: str
+    # The segment size a writer uses on this backend unless configured otherwise.
+    segment_bytes: int
 
     def put(self, key: str, data: bytes | bytearray | memoryview) -> None:
         """Publish ``data`` under ``key`` atomically: readers see all of it or nothing.

@@ -26,6 +26,9 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class LocalBlobStore:
+    # One file per segment: larger segments mean fewer files and rows per GiB.
+    segment_bytes = 8 * 1024 * 1024
+
     def __init__(self, root: Path) -> None:
         self.root = Path(os.path.abspath(root))
         self.url = self.root.as_uri()

@@ -22,6 +22,11 @@ _DELETE_BATCH = 1000  # DeleteObjects' limit per request
 
 
 class S3BlobStore:
+    # Half a local segment: the next segment fills while one is sent, and two
+    # buffers of 4 MiB keep a writer under 100 MB beside boto3's ~25 MB of models
+    # (bench/store.py, 256 MiB to moto: 146 vs 118 MB/s, 99 vs 107 MB at 8 MiB).
+    segment_bytes = 4 * 1024 * 1024
+
     def __init__(
         self,
         bucket: str,
@@ -173,6 +178,17 @@ class _ViewFile(io.RawIOBase):
         base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: len(self._view)}[whence]
         self._pos = max(0, base + offset)
         return self._pos
+
+    def read(self, size: int | None = -1) -> memoryview:
+        """A view, not a copy: botocore reads the body three times (checksum,
+        signature, send) in pieces of up to 1 MiB, and a copy per piece left
+        about 3 MB of freed-but-kept heap behind in the writer's peak RSS.
+        Everything that reads it (hashers, zlib, ``socket.sendall``) takes a
+        buffer; none keeps one past the put."""
+        end = len(self._view) if size is None or size < 0 else self._pos + size
+        chunk = self._view[self._pos : end]
+        self._pos += len(chunk)
+        return chunk
 
     def readinto(self, buffer: Any) -> int:
         chunk = self._view[self._pos : self._pos + len(buffer)]
