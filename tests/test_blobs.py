@@ -142,3 +142,18 @@ def test_unreachable_s3_endpoint_is_storage_unavailable() -> None:
     blobs = open_blob_store("s3://bucket/p", s3_endpoint_url="http://127.0.0.1:9")
     with pytest.raises(StorageUnavailable):
         blobs.check()
+
+
+def test_s3_put_body_reads_any_piece_of_the_buffer_and_rewinds() -> None:
+    from artifacts.blobs.s3 import _ViewFile
+
+    data = bytearray(os.urandom(10_000))
+    body = _ViewFile(memoryview(data)[:9_000])
+    assert bytes(body.read(4096)) + bytes(body.read(4096)) + bytes(body.read(4096)) == data[:9_000]
+    assert bytes(body.read(10)) == b"" and body.tell() == 9_000
+    body.seek(-100, os.SEEK_END)
+    assert bytes(body.read()) == data[8_900:9_000]
+    body.seek(0)
+    into = bytearray(5_000)
+    assert body.readinto(into) == 5_000 and into == data[:5_000]
+    assert len(body) == 9_000
