@@ -67,7 +67,9 @@ class S3BlobStore:
         # bounded chunks (checksum, then the send), so no second copy of a segment
         # is made. A bytearray body it would copy, more than once.
         try:
-            self._client.put_object(Bucket=self.bucket, Key=full, Body=cast(IO[bytes], _ViewFile(data)))
+            self._client.put_object(
+                Bucket=self.bucket, Key=full, Body=cast(IO[bytes], _ViewFile(data))
+            )
         except Exception as exc:
             raise self._fail("put", key, exc) from None
 
