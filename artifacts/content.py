@@ -21,7 +21,14 @@ _BATCH = 256
 
 
 def segment_key(artifact_id: str, offset: int, nonce: str) -> str:
+    """A blob's key; ``offset`` is the artifact offset of the blob's first byte."""
     return f"{artifact_id}/{offset:016d}_{nonce}"
+
+
+def segment_key_base(key: str) -> int:
+    """The artifact offset where the blob ``key`` starts: a segment at artifact
+    offset ``o`` sits at ``o - base`` in its blob (0 unless segments share a blob)."""
+    return int(key.rsplit("/", 1)[1].split("_", 1)[0])
 
 
 @dataclass(frozen=True)
@@ -104,7 +111,8 @@ class Content:
                 return
             if seg.offset > pos:  # a hole: segments were purged mid-read
                 raise self._on_missing()
-            lo, hi = pos - seg.offset, min(end, seg.end) - seg.offset
+            base = segment_key_base(seg.key)
+            lo, hi = pos - base, min(end, seg.end) - base
             try:
                 for chunk in self._blobs.read(seg.key, lo, hi):
                     pos += len(chunk)

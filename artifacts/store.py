@@ -14,6 +14,7 @@ import json
 import secrets
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -23,11 +24,11 @@ from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from artifacts import audit, reads
-from artifacts.blobs.base import BlobStore
+from artifacts.blobs.base import AppendableBlobStore, BlobStore
 from artifacts.blobs.registry import open_blob_store
 from artifacts.clock import Clock, SystemClock
 from artifacts.config import StoreSettings
-from artifacts.content import Content, segment_key
+from artifacts.content import Content, segment_key, segment_key_base
 from artifacts.db.engine import (
     SCHEMA_HEAD,
     WRITE_LOCK,
@@ -281,14 +282,30 @@ class ArtifactStore:
                 pass  # the tombstone stays unpurged; the sweeper retries
 
     def _stage_segment(
-        self, artifact_id: str, offset: int, data: memoryview, newlines: int
+        self,
+        artifact_id: str,
+        offset: int,
+        data: memoryview,
+        newlines: int,
+        batch: _BatchBlob | None = None,
     ) -> StagedSegment | None:
-        """Store a segment's blob. It is part of nothing until ``_publish_segments``
-        adds its row; until then the orphan reconciler would reclaim it."""
+        """Store a segment's bytes. They are part of nothing until ``_publish_segments``
+        adds its row; until then the orphan reconciler would reclaim the blob.
+
+        Where the backend can append, the segments of one publish batch share one
+        blob (``batch``): a file per batch instead of one per segment, which the
+        page cache takes markedly faster here. Elsewhere each segment is its own."""
         if not data:
             return None
-        key = segment_key(artifact_id, offset, secrets.token_hex(4))
-        self.blobs.put(key, data)
+        if batch is not None and isinstance(self.blobs, AppendableBlobStore):
+            if batch.key is None:
+                batch.key = segment_key(artifact_id, offset, secrets.token_hex(4))
+                batch.base = offset
+            key = batch.key
+            self.blobs.append(key, offset - batch.base, data)
+        else:
+            key = segment_key(artifact_id, offset, secrets.token_hex(4))
+            self.blobs.put(key, data)
         return StagedSegment(offset, len(data), key, newlines, data[len(data) - 1] == 10)
 
     def _publish_segments(
@@ -365,15 +382,28 @@ class ArtifactStore:
             admitted = []
             raise
         finally:
-            # Blobs that were never made part of the artifact: take them back.
-            unused = [seg.key for seg in staged[len(admitted) :]]
-            if unused:
-                try:
-                    self.blobs.delete_many(unused)
-                except StorageUnavailable:
-                    pass  # the orphan reconciler reclaims them later
+            self._reclaim_unadmitted(staged, len(admitted))
         self._purge_all(evicted)
         return published, stop
+
+    def _reclaim_unadmitted(self, staged: Sequence[StagedSegment], admitted: int) -> None:
+        """Take back the bytes of segments that were never made part of the artifact:
+        a blob no admitted segment uses is deleted, a shared one is cut back to its
+        admitted end. On failure the orphan reconciler reclaims whole blobs later."""
+        ends: dict[str, int] = {}
+        for seg in staged[:admitted]:
+            end = seg.offset + seg.size - segment_key_base(seg.key)
+            ends[seg.key] = max(ends.get(seg.key, 0), end)
+        unused = list(dict.fromkeys(s.key for s in staged[admitted:] if s.key not in ends))
+        cut = {s.key for s in staged[admitted:]} & ends.keys()
+        try:
+            if unused:
+                self.blobs.delete_many(unused)
+            for key in cut:
+                assert isinstance(self.blobs, AppendableBlobStore)  # only they share
+                self.blobs.truncate(key, ends[key])
+        except StorageUnavailable:
+            pass
 
     def _renew_lease(self, artifact_id: str, token: str | None) -> None:
         now = self.clock.now()
@@ -919,6 +949,14 @@ class ArtifactStore:
         self.blobs.check()
 
 
+@dataclass
+class _BatchBlob:
+    """The blob the segments of the current publish batch are appended to."""
+
+    key: str | None = None
+    base: int = 0
+
+
 class _StoreTarget:
     """An in-process writer's segments: blobs through the store's backend, rows in
     its database, under the writer's lease (``token``; None for HTTP appends)."""
@@ -928,11 +966,16 @@ class _StoreTarget:
         self._id = artifact_id
         self._token = token
         self._start = start
+        self._batch = _BatchBlob()
 
     def stage(self, offset: int, data: memoryview, newlines: int) -> StagedSegment | None:
-        return self._store._stage_segment(self._id, self._start + offset, data, newlines)
+        return self._store._stage_segment(
+            self._id, self._start + offset, data, newlines, self._batch
+        )
 
     def publish(self, staged: Sequence[StagedSegment]) -> tuple[int, str | None]:
+        # The writer publishes all it staged, so the next segment starts a new blob.
+        self._batch = _BatchBlob()
         return self._store._publish_segments(self._id, self._token, staged)
 
     def renew(self) -> None:

@@ -260,7 +260,8 @@ class Sweeper:
                     Segment.artifact_id.in_(ids)
                 )
             ).all()
-        store.blobs.delete_many([k for _, _, k, _ in segs])
+        # Segments that share a blob (local batches) name it once.
+        store.blobs.delete_many(list(dict.fromkeys(k for _, _, k, _ in segs)))
         now = store.clock.now()
         with store._write() as s:
             s.execute(delete(Segment).where(Segment.artifact_id.in_(ids)))

@@ -76,6 +76,33 @@ def test_local_put_never_replaces_an_existing_blob(tmp_path: Path) -> None:
     assert b"".join(store.read("art_Z/seg", 0, 100)) == b"first"
 
 
+def test_local_append_creates_exclusively_grows_in_place_and_cuts_back(tmp_path: Path) -> None:
+    store = LocalBlobStore(tmp_path / "root")
+    store.append("art_A/0000000000000000_ab", 0, b"first ")
+    store.append("art_A/0000000000000000_ab", 6, b"second")
+    assert b"".join(store.read("art_A/0000000000000000_ab", 0, 100)) == b"first second"
+    path = tmp_path / "root" / "art_A" / "0000000000000000_ab"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    with pytest.raises(StorageUnavailable):  # a new blob never reuses an existing name
+        store.append("art_A/0000000000000000_ab", 0, b"again")
+    with pytest.raises(StorageUnavailable):  # nor grows one that is not there
+        store.append("art_A/0000000000000000_zz", 5, b"late")
+    store.truncate("art_A/0000000000000000_ab", 5)
+    assert b"".join(store.read("art_A/0000000000000000_ab", 0, 100)) == b"first"
+
+
+def test_local_append_refuses_a_symlinked_blob(tmp_path: Path) -> None:
+    (tmp_path / "secret").write_bytes(b"top secret")
+    store = LocalBlobStore(tmp_path / "root")
+    (tmp_path / "root" / "art_M").mkdir()
+    os.symlink(tmp_path / "secret", tmp_path / "root" / "art_M" / "seg")
+    with pytest.raises(StorageUnavailable):
+        store.append("art_M/seg", 3, b"overwrite")
+    with pytest.raises(StorageUnavailable):
+        store.truncate("art_M/seg", 0)
+    assert (tmp_path / "secret").read_bytes() == b"top secret"
+
+
 def test_local_backend_refuses_symlinked_directories(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from artifacts.errors import InvalidArgument
 
@@ -64,6 +64,23 @@ class BlobStore(Protocol):
 
     def check(self) -> None:
         """Raise StorageUnavailable with the reason if the backend cannot be used."""
+        ...
+
+
+@runtime_checkable
+class AppendableBlobStore(BlobStore, Protocol):
+    """A backend that can also grow an object in place (the local filesystem)."""
+
+    def append(self, key: str, position: int, data: bytes | bytearray | memoryview) -> None:
+        """Write ``data`` at ``position``, creating the object exclusively at 0.
+
+        Nothing already written is ever overwritten by the store: each position is
+        written once, and readers only read ranges a published segment row covers.
+        Raises StorageUnavailable on any failure."""
+        ...
+
+    def truncate(self, key: str, size: int) -> None:
+        """Cut the object back to ``size`` bytes (segments a quota refused)."""
         ...
 
 

@@ -2,9 +2,10 @@
 
 The root is 0700 and every file 0600. All path work goes through directory file
 descriptors opened with O_NOFOLLOW, so a symlink planted anywhere under the root
-(or swapped in mid-operation) is refused rather than followed. A blob is written to
-a private temporary name and published with link(2), which fails if the final name
-exists: publication is atomic and exclusive.
+(or swapped in mid-operation) is refused rather than followed. ``put`` writes a
+private temporary name and publishes it with link(2), which fails if the final name
+exists: publication is atomic and exclusive. ``append`` creates its file exclusively
+and then only grows it; there the store's segment rows are what publish bytes.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class LocalBlobStore:
-    # One file per segment: larger segments mean fewer files and rows per GiB.
+    # The segments of one publish batch (8 of them) are appended to one file.
     segment_bytes = 8 * 1024 * 1024
 
     def __init__(self, root: Path) -> None:
@@ -98,6 +99,48 @@ class LocalBlobStore:
             except OSError:
                 pass
             os.close(dfd)
+
+    def append(self, key: str, position: int, data: bytes | bytearray | memoryview) -> None:
+        parts = check_key(key).split("/")
+        first = position == 0
+        try:
+            dfd = self._open_dir(parts[:-1], create=first)
+        except OSError as exc:
+            raise StorageUnavailable(
+                f"cannot create blob directory for {key}: {exc.strerror}"
+            ) from None
+        flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(
+                parts[-1], flags | (os.O_CREAT | os.O_EXCL if first else 0), 0o600, dir_fd=dfd
+            )
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.pwrite(fd, view[:_WRITE_CHUNK], position)
+                    position += written
+                    view = view[written:]
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise StorageUnavailable(f"cannot write blob {key}: {exc.strerror}") from None
+        finally:
+            os.close(dfd)
+
+    def truncate(self, key: str, size: int) -> None:
+        parts = check_key(key).split("/")
+        try:
+            dfd = self._open_dir(parts[:-1], create=False)
+            try:
+                fd = os.open(parts[-1], os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+            finally:
+                os.close(dfd)
+            try:
+                os.ftruncate(fd, size)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise StorageUnavailable(f"cannot truncate blob {key}: {exc.strerror}") from None
 
     def read(self, key: str, start: int, end: int) -> Iterator[bytes]:
         parts = check_key(key).split("/")
