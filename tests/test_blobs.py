@@ -91,11 +91,17 @@ def test_local_append_creates_exclusively_grows_in_place_and_cuts_back(tmp_path:
     assert b"".join(store.read("art_A/0000000000000000_ab", 0, 100)) == b"first"
 
 
-def test_local_append_refuses_a_symlinked_blob(tmp_path: Path) -> None:
+def _store_with_a_planted_link(tmp_path: Path) -> LocalBlobStore:
+    """A store whose blob art_M/seg is a symlink to a file outside the root."""
     (tmp_path / "secret").write_bytes(b"top secret")
     store = LocalBlobStore(tmp_path / "root")
     (tmp_path / "root" / "art_M").mkdir()
     os.symlink(tmp_path / "secret", tmp_path / "root" / "art_M" / "seg")
+    return store
+
+
+def test_local_append_refuses_a_symlinked_blob(tmp_path: Path) -> None:
+    store = _store_with_a_planted_link(tmp_path)
     with pytest.raises(StorageUnavailable):
         store.append("art_M/seg", 3, b"overwrite")
     with pytest.raises(StorageUnavailable):
@@ -117,10 +123,7 @@ def test_local_backend_refuses_symlinked_directories(tmp_path: Path) -> None:
 
 
 def test_local_backend_refuses_a_symlinked_blob(tmp_path: Path) -> None:
-    (tmp_path / "secret").write_bytes(b"top secret")
-    store = LocalBlobStore(tmp_path / "root")
-    (tmp_path / "root" / "art_M").mkdir()
-    os.symlink(tmp_path / "secret", tmp_path / "root" / "art_M" / "seg")
+    store = _store_with_a_planted_link(tmp_path)
     with pytest.raises(StorageUnavailable):
         b"".join(store.read("art_M/seg", 0, 10))
 

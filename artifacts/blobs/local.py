@@ -24,6 +24,7 @@ from artifacts.errors import StorageUnavailable
 _READ_CHUNK = 1024 * 1024
 _WRITE_CHUNK = 256 * 1024  # one huge write(2) is slower here than a few medium ones
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class LocalBlobStore:
@@ -100,20 +101,20 @@ class LocalBlobStore:
                 pass
             os.close(dfd)
 
-    def append(self, key: str, position: int, data: bytes | bytearray | memoryview) -> None:
+    def _open_file(self, key: str, flags: int, *, create: bool = False) -> int:
+        """Open the blob's file through directory fds, never following a link;
+        ``create`` makes the directories and the file, which must not exist yet."""
         parts = check_key(key).split("/")
-        first = position == 0
+        dfd = self._open_dir(parts[:-1], create=create)
         try:
-            dfd = self._open_dir(parts[:-1], create=first)
-        except OSError as exc:
-            raise StorageUnavailable(
-                f"cannot create blob directory for {key}: {exc.strerror}"
-            ) from None
-        flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+            extra = os.O_CREAT | os.O_EXCL if create else 0
+            return os.open(parts[-1], flags | extra | _FILE_FLAGS, 0o600, dir_fd=dfd)
+        finally:
+            os.close(dfd)
+
+    def append(self, key: str, position: int, data: bytes | bytearray | memoryview) -> None:
         try:
-            fd = os.open(
-                parts[-1], flags | (os.O_CREAT | os.O_EXCL if first else 0), 0o600, dir_fd=dfd
-            )
+            fd = self._open_file(key, os.O_WRONLY, create=position == 0)
             try:
                 view = memoryview(data)
                 while view:
@@ -124,17 +125,10 @@ class LocalBlobStore:
                 os.close(fd)
         except OSError as exc:
             raise StorageUnavailable(f"cannot write blob {key}: {exc.strerror}") from None
-        finally:
-            os.close(dfd)
 
     def truncate(self, key: str, size: int) -> None:
-        parts = check_key(key).split("/")
         try:
-            dfd = self._open_dir(parts[:-1], create=False)
-            try:
-                fd = os.open(parts[-1], os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
-            finally:
-                os.close(dfd)
+            fd = self._open_file(key, os.O_WRONLY)
             try:
                 os.ftruncate(fd, size)
             finally:
@@ -143,13 +137,8 @@ class LocalBlobStore:
             raise StorageUnavailable(f"cannot truncate blob {key}: {exc.strerror}") from None
 
     def read(self, key: str, start: int, end: int) -> Iterator[bytes]:
-        parts = check_key(key).split("/")
         try:
-            dfd = self._open_dir(parts[:-1], create=False)
-            try:
-                fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
-            finally:
-                os.close(dfd)
+            fd = self._open_file(key, os.O_RDONLY)
         except FileNotFoundError:
             raise BlobNotFound(key) from None
         except OSError as exc:
