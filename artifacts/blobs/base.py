@@ -1,5 +1,6 @@
-"""The blob seam: immutable byte objects by key. Nothing here knows about owners,
-states or retention; the store above gives keys their meaning.
+"""The blob seam: byte objects by key, never rewritten: put whole (every backend)
+or grown by appends (backends that can, see AppendableBlobStore). Nothing here
+knows about owners, states or retention; the store above gives keys their meaning.
 
 Every backend proves itself with the same contract suite (tests/test_blobs.py).
 """
@@ -69,7 +70,10 @@ class BlobStore(Protocol):
 
 @runtime_checkable
 class AppendableBlobStore(BlobStore, Protocol):
-    """A backend that can also grow an object in place (the local filesystem)."""
+    """A backend that can also grow an object in place (the local filesystem).
+
+    The store uses it to put a publish batch's segments in one object: many
+    small files cost the page cache more than one growing file."""
 
     def append(self, key: str, position: int, data: bytes | bytearray | memoryview) -> None:
         """Write ``data`` at ``position``, creating the object exclusively at 0.
