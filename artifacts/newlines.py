@@ -14,7 +14,6 @@ from __future__ import annotations
 from stringzilla import Str
 
 
-def count_newlines(data: bytes | bytearray, end: int | None = None) -> int:
-    """Newlines in ``data[:end]``."""
-    with memoryview(data)[:end] as view:
-        return int(Str(view).count("\n"))
+def count_newlines(data: bytes | bytearray | memoryview) -> int:
+    """Newlines in ``data`` (a segment buffer's filled part, as a view)."""
+    return int(Str(data).count("\n"))

@@ -14,7 +14,6 @@ import json
 import secrets
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -85,6 +84,8 @@ class ArtifactStore:
         self.settings = settings
         self.engine = engine
         self.blobs = blobs
+        # Where the backend can grow a blob, a publish batch's segments share one.
+        self._appender = blobs if isinstance(blobs, AppendableBlobStore) else None
         self.clock: Clock = clock or SystemClock()
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._locked_sessions = sessionmaker(
@@ -287,22 +288,20 @@ class ArtifactStore:
         offset: int,
         data: memoryview,
         newlines: int,
-        batch: _BatchBlob | None = None,
+        append_to: str | None = None,
     ) -> StagedSegment | None:
         """Store a segment's bytes. They are part of nothing until ``_publish_segments``
         adds its row; until then the orphan reconciler would reclaim the blob.
 
         Where the backend can append, the segments of one publish batch share one
-        blob (``batch``): a file per batch instead of one per segment, which the
-        page cache takes markedly faster here. Elsewhere each segment is its own."""
+        blob: ``append_to`` names the batch's blob once its first segment made it
+        (a file per batch instead of one per segment, which the page cache takes
+        markedly faster here). Elsewhere each segment is its own and it is ignored."""
         if not data:
             return None
-        if batch is not None and isinstance(self.blobs, AppendableBlobStore):
-            if batch.key is None:
-                batch.key = segment_key(artifact_id, offset, secrets.token_hex(4))
-                batch.base = offset
-            key = batch.key
-            self.blobs.append(key, offset - batch.base, data)
+        if self._appender is not None:
+            key = append_to or segment_key(artifact_id, offset, secrets.token_hex(4))
+            self._appender.append(key, offset - segment_key_base(key), data)
         else:
             key = segment_key(artifact_id, offset, secrets.token_hex(4))
             self.blobs.put(key, data)
@@ -399,9 +398,9 @@ class ArtifactStore:
         try:
             if unused:
                 self.blobs.delete_many(unused)
-            for key in cut:
-                assert isinstance(self.blobs, AppendableBlobStore)  # only they share
-                self.blobs.truncate(key, ends[key])
+            if cut and self._appender is not None:  # only appended blobs are shared
+                for key in cut:
+                    self._appender.truncate(key, ends[key])
         except StorageUnavailable:
             pass
 
@@ -949,14 +948,6 @@ class ArtifactStore:
         self.blobs.check()
 
 
-@dataclass
-class _BatchBlob:
-    """The blob the segments of the current publish batch are appended to."""
-
-    key: str | None = None
-    base: int = 0
-
-
 class _StoreTarget:
     """An in-process writer's segments: blobs through the store's backend, rows in
     its database, under the writer's lease (``token``; None for HTTP appends)."""
@@ -966,16 +957,19 @@ class _StoreTarget:
         self._id = artifact_id
         self._token = token
         self._start = start
-        self._batch = _BatchBlob()
+        self._batch_blob: str | None = None  # the blob this publish batch appends to
 
     def stage(self, offset: int, data: memoryview, newlines: int) -> StagedSegment | None:
-        return self._store._stage_segment(
-            self._id, self._start + offset, data, newlines, self._batch
+        staged = self._store._stage_segment(
+            self._id, self._start + offset, data, newlines, self._batch_blob
         )
+        if staged is not None:
+            self._batch_blob = staged.key
+        return staged
 
     def publish(self, staged: Sequence[StagedSegment]) -> tuple[int, str | None]:
         # The writer publishes all it staged, so the next segment starts a new blob.
-        self._batch = _BatchBlob()
+        self._batch_blob = None
         return self._store._publish_segments(self._id, self._token, staged)
 
     def renew(self) -> None:

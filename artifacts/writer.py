@@ -381,9 +381,7 @@ class ArtifactWriter:
                 # keeps the hash in segment order and the buffer unshared.
                 hashed = self._hash_thread.submit(self._hasher.update, data)
                 try:
-                    staged = self._target.stage(
-                        item.offset, data, count_newlines(item.buf, item.fill)
-                    )
+                    staged = self._target.stage(item.offset, data, count_newlines(data))
                 finally:
                     hashed.result()
         except QuotaExceeded as exc:

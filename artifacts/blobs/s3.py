@@ -64,8 +64,8 @@ class S3BlobStore:
     def put(self, key: str, data: bytes | bytearray | memoryview) -> None:
         full = self._key(key)
         # A file over the caller's buffer, not bytes(data): botocore reads it in
-        # bounded chunks (checksum, then the send), so no second copy of a segment
-        # is made. A bytearray body it would copy, more than once.
+        # bounded pieces (see _ViewFile.read), so no copy of a segment is made. A
+        # bytearray body it would copy, more than once.
         try:
             self._client.put_object(
                 Bucket=self.bucket, Key=full, Body=cast(IO[bytes], _ViewFile(data))
