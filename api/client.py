@@ -379,7 +379,7 @@ class _RemoteStream:
     # -- the writer's SegmentTarget: each segment is one offset-checked append, which
     # the server makes visible itself, so there is never anything left to publish.
 
-    def stage(self, offset: int, data: memoryview, newlines: int) -> StagedSegment | None:
+    def stage(self, offset: int, data: memoryview) -> str | None:
         self._client.append(self._id, offset, bytes(data))
         return None
 

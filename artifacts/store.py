@@ -14,6 +14,7 @@ import json
 import secrets
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -287,9 +288,8 @@ class ArtifactStore:
         artifact_id: str,
         offset: int,
         data: memoryview,
-        newlines: int,
         append_to: str | None = None,
-    ) -> StagedSegment | None:
+    ) -> str | None:
         """Store a segment's bytes. They are part of nothing until ``_publish_segments``
         adds its row; until then the orphan reconciler would reclaim the blob.
 
@@ -297,15 +297,13 @@ class ArtifactStore:
         blob: ``append_to`` names the batch's blob once its first segment made it
         (a file per batch instead of one per segment, which the page cache takes
         markedly faster here). Elsewhere each segment is its own and it is ignored."""
-        if not data:
-            return None
         if self._appender is not None:
             key = append_to or segment_key(artifact_id, offset, secrets.token_hex(4))
             self._appender.append(key, offset - segment_key_base(key), data)
         else:
             key = segment_key(artifact_id, offset, secrets.token_hex(4))
             self.blobs.put(key, data)
-        return StagedSegment(offset, len(data), key, newlines, data[len(data) - 1] == 10)
+        return key
 
     def _publish_segments(
         self, artifact_id: str, token: str | None, staged: Sequence[StagedSegment]
@@ -959,17 +957,17 @@ class _StoreTarget:
         self._start = start
         self._batch_blob: str | None = None  # the blob this publish batch appends to
 
-    def stage(self, offset: int, data: memoryview, newlines: int) -> StagedSegment | None:
-        staged = self._store._stage_segment(
-            self._id, self._start + offset, data, newlines, self._batch_blob
+    def stage(self, offset: int, data: memoryview) -> str | None:
+        self._batch_blob = self._store._stage_segment(
+            self._id, self._start + offset, data, self._batch_blob
         )
-        if staged is not None:
-            self._batch_blob = staged.key
-        return staged
+        return self._batch_blob
 
     def publish(self, staged: Sequence[StagedSegment]) -> tuple[int, str | None]:
         # The writer publishes all it staged, so the next segment starts a new blob.
         self._batch_blob = None
+        if self._start:  # the writer counts from where it started; rows from byte 0
+            staged = [replace(seg, offset=self._start + seg.offset) for seg in staged]
         return self._store._publish_segments(self._id, self._token, staged)
 
     def renew(self) -> None:

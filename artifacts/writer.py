@@ -47,10 +47,11 @@ class StagedSegment:
 class SegmentTarget(Protocol):
     """Where a writer's segments go: the store in-process, or a server over HTTP."""
 
-    def stage(self, offset: int, data: memoryview, newlines: int) -> StagedSegment | None:
-        """Store one segment's bytes. Returns what ``publish`` needs to make them
-        visible, or None when storing already made them visible (an HTTP append).
-        Raises OverspillError on failure (QuotaExceeded: stop storing, not a failure)."""
+    def stage(self, offset: int, data: memoryview) -> str | None:
+        """Store one segment's bytes. Returns the key of the blob that holds them,
+        which ``publish`` needs to make them visible, or None when storing already
+        made them visible (an HTTP append). Raises OverspillError on failure
+        (QuotaExceeded: stop storing, not a failure)."""
         ...
 
     def publish(self, staged: Sequence[StagedSegment]) -> tuple[int, str | None]:
@@ -373,17 +374,28 @@ class ArtifactWriter:
             self._staged_bytes = 0
             self._cond.notify_all()
 
+    def _digest(self, data: memoryview) -> int:
+        """Hash a segment and count its lines, on the hash thread."""
+        self._hasher.update(data)
+        return count_newlines(data)
+
     def _store(self, item: _Pending) -> None:
         try:
             with memoryview(item.buf)[: item.fill] as data:
-                # hashlib releases the GIL on large updates, so this runs beside the
-                # count and the write below. Waiting for it before the next segment
-                # keeps the hash in segment order and the buffer unshared.
-                hashed = self._hash_thread.submit(self._hasher.update, data)
+                # hashlib releases the GIL on large updates, so the hash runs beside
+                # the write below; the count follows it there rather than delaying the
+                # write. Waiting for both before the next segment keeps the hash in
+                # segment order and the buffer unshared.
+                digested = self._hash_thread.submit(self._digest, data)
                 try:
-                    staged = self._target.stage(item.offset, data, count_newlines(data))
+                    key = self._target.stage(item.offset, data)
                 finally:
-                    hashed.result()
+                    newlines = digested.result()
+                staged = None
+                if key is not None:
+                    staged = StagedSegment(
+                        item.offset, item.fill, key, newlines, data[item.fill - 1] == 10
+                    )
         except QuotaExceeded as exc:
             # Not a failure: the artifact keeps its prefix and becomes capped.
             self._publish_remaining_then_stop(exc.message)

@@ -126,6 +126,19 @@ def test_append_checks_the_offset_and_complete_computes_the_hash(api: Api) -> No
     assert again.status_code == 409
 
 
+def test_lines_split_across_appends_are_numbered_as_one_artifact(api: Api) -> None:
+    h = api.h(api.alice)
+    art = api.client.post("/v1/artifacts", json={}, headers=h).json()["id"]
+    for offset, part in ((0, b"one\ntw"), (6, b"o\nthree"), (13, b"\nfour")):
+        r = api.client.patch(
+            f"/v1/artifacts/{art}/content?offset={offset}", content=part, headers=h
+        )
+        assert r.status_code == 200, r.text
+    lines = api.client.get(f"/v1/artifacts/{art}/lines?start=2&count=3", headers=h).json()
+    assert [ln["text"] for ln in lines["lines"]] == ["two", "three", "four"]
+    assert lines["line_count"] == 4
+
+
 def test_complete_with_a_larger_total_marks_the_artifact_capped(api: Api) -> None:
     h = api.h(api.alice)
     art = api.client.post("/v1/artifacts", json={}, headers=h).json()["id"]
