@@ -374,23 +374,21 @@ class ArtifactWriter:
             self._staged_bytes = 0
             self._cond.notify_all()
 
-    def _digest(self, data: memoryview) -> int:
-        """Hash a segment and count its lines, on the hash thread."""
-        self._hasher.update(data)
-        return count_newlines(data)
-
     def _store(self, item: _Pending) -> None:
         try:
             with memoryview(item.buf)[: item.fill] as data:
                 # hashlib releases the GIL on large updates, so the hash runs beside
-                # the write below; the count follows it there rather than delaying the
-                # write. Waiting for both before the next segment keeps the hash in
-                # segment order and the buffer unshared.
-                digested = self._hash_thread.submit(self._digest, data)
+                # the write and the count below. The count (which holds the GIL) comes
+                # after the write so it never delays it, and here rather than on the
+                # hash thread, which is the slower of the two. Waiting for the hash
+                # before the next segment keeps it in segment order and the buffer
+                # unshared.
+                digested = self._hash_thread.submit(self._hasher.update, data)
                 try:
                     key = self._target.stage(item.offset, data)
+                    newlines = count_newlines(data)
                 finally:
-                    newlines = digested.result()
+                    digested.result()
                 staged = None
                 if key is not None:
                     staged = StagedSegment(
