@@ -22,7 +22,11 @@ from artifacts.blobs.base import BlobInfo, BlobNotFound, check_key
 from artifacts.errors import StorageUnavailable
 
 _READ_CHUNK = 1024 * 1024
-_WRITE_CHUNK = 256 * 1024  # one huge write(2) is slower here than a few medium ones
+# Bytes per write(2). Measured, not guessed: on the Linux VMs this runs on, the
+# page cache takes 16 KiB writes markedly faster than larger ones (probably because
+# the write size sets the size of the folios the kernel allocates). Writing 1 GiB
+# through a writer: 16 KiB ~950 MB/s, 32 KiB ~900, 64 KiB ~780, 256 KiB ~500.
+_WRITE_CHUNK = 16 * 1024
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC
 
