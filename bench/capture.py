@@ -139,6 +139,10 @@ def main() -> None:
                 ratio = median(ours) / median(plain)
                 figures[f"{label}_executor_mb_s"] = round(median(ours), 1)
                 figures[f"{label}_plain_mb_s"] = round(median(plain), 1)
+                # Every run: the redirect's own speed swings several-fold between runs
+                # on a VM, which the medians alone would hide.
+                figures[f"{label}_executor_runs_mb_s"] = [round(x) for x in ours]
+                figures[f"{label}_plain_runs_mb_s"] = [round(x) for x in plain]
                 figures[f"{label}_ratio"] = round(ratio, 3)
                 figures[f"{label}_hashing_floor_mb_s"] = round(median(floor), 1)
                 figures[f"{label}_hashing_floor_ratio"] = round(median(floor) / median(plain), 3)
