@@ -1,7 +1,7 @@
 """Counting a segment's newlines at memory speed.
 
 Every stored byte is counted (an artifact's ``line_count``), on the writer's
-critical path beside the blob write. ``bytes.count`` scans one byte at a time
+thread right after the blob write, while the hash thread hashes the segment. ``bytes.count`` scans one byte at a time
 (2.5-3 GB/s here) and holds the GIL while it does, so it cost a writer as much
 as the hash. StringZilla's count is vectorised (11-13 GB/s here) and works on
 the segment buffer in place, without a copy; an 8 MiB segment takes well under

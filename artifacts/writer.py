@@ -386,14 +386,19 @@ class ArtifactWriter:
                 digested = self._hash_thread.submit(self._hasher.update, data)
                 try:
                     key = self._target.stage(item.offset, data)
-                    newlines = count_newlines(data)
+                    # Only a staged segment needs its count (an HTTP append is
+                    # counted by the server that stores it).
+                    staged = None
+                    if key is not None:
+                        staged = StagedSegment(
+                            item.offset,
+                            item.fill,
+                            key,
+                            count_newlines(data),
+                            data[item.fill - 1] == 10,
+                        )
                 finally:
                     digested.result()
-                staged = None
-                if key is not None:
-                    staged = StagedSegment(
-                        item.offset, item.fill, key, newlines, data[item.fill - 1] == 10
-                    )
         except QuotaExceeded as exc:
             # Not a failure: the artifact keeps its prefix and becomes capped.
             self._publish_remaining_then_stop(exc.message)
