@@ -9,10 +9,10 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request, Response
 
-from api import errors, routes_admin, routes_artifacts, routes_ops, routes_ui
-from api.metrics import Metrics
-from artifacts.config import StoreSettings
-from artifacts.store import ArtifactStore
+from overspill.api import errors, routes_admin, routes_artifacts, routes_ops, routes_ui
+from overspill.api.metrics import Metrics
+from overspill.artifacts.config import StoreSettings
+from overspill.artifacts.store import ArtifactStore
 
 
 def create_app(

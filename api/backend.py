@@ -10,9 +10,9 @@ import builtins
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from artifacts.audit import AuditEntry
-from artifacts.policies import PolicySpec, PolicyView, Preview
-from artifacts.records import (
+from overspill.artifacts.audit import AuditEntry
+from overspill.artifacts.policies import PolicySpec, PolicyView, Preview
+from overspill.artifacts.records import (
     ArtifactInfo,
     ArtifactPage,
     GrepResult,
@@ -21,10 +21,10 @@ from artifacts.records import (
     TailWindow,
     TextWindow,
 )
-from artifacts.retention import GLOBAL
-from artifacts.store import ArtifactStore
-from artifacts.sweeper import SweepReport
-from artifacts.tokens import IssuedToken, TokenInfo
+from overspill.artifacts.retention import GLOBAL
+from overspill.artifacts.store import ArtifactStore
+from overspill.artifacts.sweeper import SweepReport
+from overspill.artifacts.tokens import IssuedToken, TokenInfo
 
 
 class Backend(Protocol):
@@ -173,7 +173,7 @@ class LocalBackend:
         return self.store.policies.preview(spec, owner or GLOBAL)
 
     def cleanup(self, *, dry_run: bool) -> SweepReport:
-        from api.cleanup import run_cleanup
+        from overspill.api.cleanup import run_cleanup
 
         return run_cleanup(self.store, dry_run=dry_run)
 

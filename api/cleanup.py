@@ -8,10 +8,10 @@ from __future__ import annotations
 import logging
 import threading
 
-from artifacts.store import ArtifactStore
-from artifacts.sweeper import SweepReport
-from shell.config import ShellSettings
-from shell.spill import sweep_old_spill_files
+from overspill.artifacts.store import ArtifactStore
+from overspill.artifacts.sweeper import SweepReport
+from overspill.shell.config import ShellSettings
+from overspill.shell.spill import sweep_old_spill_files
 
 log = logging.getLogger(__name__)
 

@@ -15,14 +15,14 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from api.settings import ClientSettings
-from artifacts.config import StoreSettings
-from artifacts.errors import OverspillError
-from artifacts.records import ArtifactInfo, Principal
+from overspill.api.settings import ClientSettings
+from overspill.artifacts.config import StoreSettings
+from overspill.artifacts.errors import OverspillError
+from overspill.artifacts.records import ArtifactInfo, Principal
 
 if TYPE_CHECKING:  # the store (SQLAlchemy, blob SDKs) loads only for verbs that use it
-    from api.backend import Backend
-    from artifacts.store import ArtifactStore
+    from overspill.api.backend import Backend
+    from overspill.artifacts.store import ArtifactStore
 
 EXIT_ERROR = 1
 _PROGRESS_MIN_BYTES = 8 * 1024 * 1024
@@ -36,17 +36,17 @@ class CliError(Exception):
 
 
 def _local_store() -> ArtifactStore:
-    from artifacts.store import ArtifactStore
+    from overspill.artifacts.store import ArtifactStore
 
     return ArtifactStore.open(StoreSettings.load())
 
 
 def _backend(client: ClientSettings) -> Backend:
     if client.url:
-        from api.client import OverspillClient
+        from overspill.api.client import OverspillClient
 
         return OverspillClient(client.url, client.token)
-    from api.backend import LocalBackend
+    from overspill.api.backend import LocalBackend
 
     # The local CLI runs as whoever owns the data directory: it sees every owner.
     return LocalBackend(_local_store(), Principal(name=client.owner, role="admin"))
@@ -138,7 +138,7 @@ def cmd_put(args: argparse.Namespace) -> int:
     stdin = sys.stdin.buffer
     chunks: Iterator[bytes] = iter(lambda: stdin.read(1024 * 1024), b"")
     if client.url:
-        from api.client import OverspillClient
+        from overspill.api.client import OverspillClient
 
         with OverspillClient(client.url, client.token) as remote:
             info = remote.create(
@@ -308,8 +308,8 @@ def cmd_retain(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from shell import ExecRequest, Executor, ShellSettings, StoreSink
-    from shell.sink import OutputSink
+    from overspill.shell import ExecRequest, Executor, ShellSettings, StoreSink
+    from overspill.shell.sink import OutputSink
 
     command = list(args.command)
     if command and command[0] == "--":
@@ -320,7 +320,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     client = ClientSettings.load()
     sink: OutputSink
     if client.url:
-        from api.client import OverspillClient, RemoteSink
+        from overspill.api.client import OverspillClient, RemoteSink
 
         sink = RemoteSink(
             OverspillClient(client.url, client.token),
@@ -356,7 +356,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from api.server import serve
+    from overspill.api.server import serve
 
     return serve(args.host, args.port)
 
@@ -413,7 +413,7 @@ def _policy_line(p: Any) -> str:
 
 
 def cmd_retention(args: argparse.Namespace) -> int:
-    from artifacts.policies import PolicySpec
+    from overspill.artifacts.policies import PolicySpec
 
     backend = _backend(ClientSettings.load())
     if args.retention_verb == "show":
@@ -482,7 +482,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
-    from artifacts.db.engine import make_engine, upgrade
+    from overspill.artifacts.db.engine import make_engine, upgrade
 
     settings = StoreSettings.load()
     engine = make_engine(settings.resolved_database_url)

@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx
 
-from artifacts.audit import AuditEntry
-from artifacts.errors import (
+from overspill.artifacts.audit import AuditEntry
+from overspill.artifacts.errors import (
     Conflict,
     Gone,
     InvalidArgument,
@@ -26,8 +26,8 @@ from artifacts.errors import (
     QuotaExceeded,
     StorageUnavailable,
 )
-from artifacts.policies import PolicySpec, PolicyView, Preview
-from artifacts.records import (
+from overspill.artifacts.policies import PolicySpec, PolicyView, Preview
+from overspill.artifacts.records import (
     ArtifactInfo,
     ArtifactPage,
     GrepResult,
@@ -35,10 +35,10 @@ from artifacts.records import (
     TailWindow,
     TextWindow,
 )
-from artifacts.sweeper import SweepReport
-from artifacts.tokens import IssuedToken, TokenInfo
-from artifacts.writer import ArtifactWriter, StagedSegment
-from shell.results import ArtifactRef
+from overspill.artifacts.sweeper import SweepReport
+from overspill.artifacts.tokens import IssuedToken, TokenInfo
+from overspill.artifacts.writer import ArtifactWriter, StagedSegment
+from overspill.shell.results import ArtifactRef
 
 # Each store error carries its own code; the HTTP layer adds a few of its own.
 _BY_CODE: dict[str, type[OverspillError]] = {

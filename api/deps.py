@@ -7,8 +7,8 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Query, Request
 
-from artifacts.records import Principal
-from artifacts.store import ArtifactStore
+from overspill.artifacts.records import Principal
+from overspill.artifacts.store import ArtifactStore
 
 
 def get_store(request: Request) -> ArtifactStore:

@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from artifacts.errors import (
+from overspill.artifacts.errors import (
     ConfigurationError,
     Conflict,
     Gone,

@@ -7,16 +7,16 @@ from typing import Any
 from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.cleanup import run_cleanup
-from api.deps import AdminDep, StoreDep
-from api.errors import RESPONSES, ErrorBody
-from artifacts.audit import AuditEntry
-from artifacts.errors import InvalidArgument
-from artifacts.policies import PolicySpec, PolicyView, Preview
-from artifacts.records import Role
-from artifacts.retention import GLOBAL
-from artifacts.sweeper import SweepReport
-from artifacts.tokens import IssuedToken, TokenInfo
+from overspill.api.cleanup import run_cleanup
+from overspill.api.deps import AdminDep, StoreDep
+from overspill.api.errors import RESPONSES, ErrorBody
+from overspill.artifacts.audit import AuditEntry
+from overspill.artifacts.errors import InvalidArgument
+from overspill.artifacts.policies import PolicySpec, PolicyView, Preview
+from overspill.artifacts.records import Role
+from overspill.artifacts.retention import GLOBAL
+from overspill.artifacts.sweeper import SweepReport
+from overspill.artifacts.tokens import IssuedToken, TokenInfo
 
 router = APIRouter(
     prefix="/v1/admin",

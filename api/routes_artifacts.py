@@ -16,11 +16,11 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from api.deps import PrincipalDep, ReaderDep, StoreDep, bearer_secret, content_scope
-from api.errors import RESPONSES, ErrorBody, error_response
-from api.ranges import RangeNotSatisfiable, parse_range
-from artifacts.errors import InvalidArgument, OverspillError, StorageUnavailable
-from artifacts.records import (
+from overspill.api.deps import PrincipalDep, ReaderDep, StoreDep, bearer_secret, content_scope
+from overspill.api.errors import RESPONSES, ErrorBody, error_response
+from overspill.api.ranges import RangeNotSatisfiable, parse_range
+from overspill.artifacts.errors import InvalidArgument, OverspillError, StorageUnavailable
+from overspill.artifacts.records import (
     ArtifactInfo,
     ArtifactPage,
     GrepResult,
@@ -28,7 +28,7 @@ from artifacts.records import (
     TailWindow,
     TextWindow,
 )
-from artifacts.retention import MAX_RETENTION_S
+from overspill.artifacts.retention import MAX_RETENTION_S
 
 router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"], responses=RESPONSES)
 

@@ -7,9 +7,9 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from api.deps import PrincipalDep, StoreDep
-from artifacts.errors import StorageUnavailable
-from artifacts.records import Principal
+from overspill.api.deps import PrincipalDep, StoreDep
+from overspill.artifacts.errors import StorageUnavailable
+from overspill.artifacts.records import Principal
 
 router = APIRouter(tags=["operations"])
 

@@ -18,7 +18,7 @@ from importlib import resources
 
 from fastapi import APIRouter, Request, Response
 
-from api.errors import error_response
+from overspill.api.errors import error_response
 
 _CSP = "; ".join(
     [

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import sys
 
-from api.app import create_app
-from api.cleanup import PeriodicSweeper
-from api.settings import ClientSettings, ServerSettings
-from artifacts.config import StoreSettings
-from artifacts.store import ArtifactStore
+from overspill.api.app import create_app
+from overspill.api.cleanup import PeriodicSweeper
+from overspill.api.settings import ClientSettings, ServerSettings
+from overspill.artifacts.config import StoreSettings
+from overspill.artifacts.store import ArtifactStore
 
 
 def serve(host: str, port: int) -> int:

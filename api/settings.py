@@ -6,7 +6,7 @@ import getpass
 
 from pydantic import Field
 
-from artifacts.config import SettingsBase
+from overspill.artifacts.config import SettingsBase
 
 
 def _default_owner() -> str:

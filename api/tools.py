@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from api.backend import Backend
-from artifacts.errors import OverspillError
+from overspill.api.backend import Backend
+from overspill.artifacts.errors import OverspillError
 
 DEFAULT_CHARS = 16_000
 MAX_CHARS = 64_000

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from artifacts.config import StoreSettings
-from artifacts.errors import (
+from overspill.artifacts.config import StoreSettings
+from overspill.artifacts.errors import (
     Conflict,
     Gone,
     InvalidArgument,
@@ -23,13 +23,16 @@ from artifacts.errors import (
     QuotaExceeded,
     StorageUnavailable,
 )
-from artifacts.records import ArtifactInfo, Principal, WriteResult
+from overspill.artifacts.records import ArtifactInfo, Principal, WriteResult
 
 if TYPE_CHECKING:
-    from artifacts.store import ArtifactStore
-    from artifacts.writer import ArtifactWriter
+    from overspill.artifacts.store import ArtifactStore
+    from overspill.artifacts.writer import ArtifactWriter
 
-_LAZY = {"ArtifactStore": "artifacts.store", "ArtifactWriter": "artifacts.writer"}
+_LAZY = {
+    "ArtifactStore": "overspill.artifacts.store",
+    "ArtifactWriter": "overspill.artifacts.writer",
+}
 
 
 def __getattr__(name: str) -> Any:

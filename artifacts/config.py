@@ -19,7 +19,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from artifacts.errors import ConfigurationError
+from overspill.artifacts.errors import ConfigurationError
 
 MiB = 1024 * 1024
 

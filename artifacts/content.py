@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
-from artifacts.blobs.base import BlobNotFound, BlobStore
-from artifacts.db.models import Segment
-from artifacts.errors import InvalidRange
+from overspill.artifacts.blobs.base import BlobNotFound, BlobStore
+from overspill.artifacts.db.models import Segment
+from overspill.artifacts.errors import InvalidRange
 
 _BATCH = 256
 

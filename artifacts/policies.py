@@ -17,11 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from artifacts import audit
-from artifacts.db.models import Artifact, RetentionPolicy
-from artifacts.errors import InvalidArgument, NotFound
-from artifacts.records import GONE_STATES, Principal
-from artifacts.retention import (
+from overspill.artifacts import audit
+from overspill.artifacts.db.models import Artifact, RetentionPolicy
+from overspill.artifacts.errors import InvalidArgument, NotFound
+from overspill.artifacts.records import GONE_STATES, Principal
+from overspill.artifacts.retention import (
     GLOBAL,
     MAX_RETENTION_S,
     Forever,
@@ -32,7 +32,7 @@ from artifacts.retention import (
 )
 
 if TYPE_CHECKING:
-    from artifacts.store import ArtifactStore
+    from overspill.artifacts.store import ArtifactStore
 
 _BATCH = 1000
 

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from artifacts import audit
-from artifacts.db.models import Artifact, OwnerUsage
-from artifacts.errors import QuotaExceeded
-from artifacts.retention import Policy
-from artifacts.usage import bump_usage
+from overspill.artifacts import audit
+from overspill.artifacts.db.models import Artifact, OwnerUsage
+from overspill.artifacts.errors import QuotaExceeded
+from overspill.artifacts.retention import Policy
+from overspill.artifacts.usage import bump_usage
 
 if TYPE_CHECKING:
-    from artifacts.store import ArtifactStore
+    from overspill.artifacts.store import ArtifactStore
 
 _EVICTABLE = ("complete", "capped", "incomplete", "failed")
 

@@ -13,10 +13,17 @@ from dataclasses import dataclass
 
 import re2
 
-from artifacts.content import Content
-from artifacts.errors import InvalidArgument, InvalidRange
-from artifacts.records import GrepMatch, GrepResult, Line, LineWindow, TailWindow, TextWindow
-from artifacts.utf8 import utf8_char_len, utf8_safe_end, utf8_skip_partial
+from overspill.artifacts.content import Content
+from overspill.artifacts.errors import InvalidArgument, InvalidRange
+from overspill.artifacts.records import (
+    GrepMatch,
+    GrepResult,
+    Line,
+    LineWindow,
+    TailWindow,
+    TextWindow,
+)
+from overspill.artifacts.utf8 import utf8_char_len, utf8_safe_end, utf8_skip_partial
 
 _BLOCK = 64 * 1024
 MAX_LINE_BYTES = 64 * 1024  # a longer line is shown truncated (and flagged)

@@ -14,7 +14,7 @@ from typing import Literal
 
 from sqlalchemy.orm import Session
 
-from artifacts.db.models import RetentionPolicy
+from overspill.artifacts.db.models import RetentionPolicy
 
 GLOBAL = "*"
 MAX_RETENTION_S = 100 * 365 * 86400  # beyond this, use "forever"

@@ -23,13 +23,13 @@ from sqlalchemy import ColumnElement, Engine, and_, func, or_, select, tuple_, u
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from artifacts import audit, reads
-from artifacts.blobs.base import AppendableBlobStore, BlobStore
-from artifacts.blobs.registry import open_blob_store
-from artifacts.clock import Clock, SystemClock
-from artifacts.config import StoreSettings
-from artifacts.content import Content, segment_key, segment_key_base
-from artifacts.db.engine import (
+from overspill.artifacts import audit, reads
+from overspill.artifacts.blobs.base import AppendableBlobStore, BlobStore
+from overspill.artifacts.blobs.registry import open_blob_store
+from overspill.artifacts.clock import Clock, SystemClock
+from overspill.artifacts.config import StoreSettings
+from overspill.artifacts.content import Content, segment_key, segment_key_base
+from overspill.artifacts.db.engine import (
     SCHEMA_HEAD,
     WRITE_LOCK,
     check_database,
@@ -37,8 +37,8 @@ from artifacts.db.engine import (
     make_engine,
     schema_revision,
 )
-from artifacts.db.models import Artifact, Segment
-from artifacts.errors import (
+from overspill.artifacts.db.models import Artifact, Segment
+from overspill.artifacts.errors import (
     ConfigurationError,
     Conflict,
     Gone,
@@ -49,10 +49,10 @@ from artifacts.errors import (
     QuotaExceeded,
     StorageUnavailable,
 )
-from artifacts.ids import check_artifact_id, new_artifact_id
-from artifacts.policies import Policies
-from artifacts.quotas import Quotas
-from artifacts.records import (
+from overspill.artifacts.ids import check_artifact_id, new_artifact_id
+from overspill.artifacts.policies import Policies
+from overspill.artifacts.quotas import Quotas
+from overspill.artifacts.records import (
     GONE_STATES,
     STATES,
     ArtifactInfo,
@@ -63,12 +63,12 @@ from artifacts.records import (
     TailWindow,
     TextWindow,
 )
-from artifacts.retention import MAX_RETENTION_S, Forever, effective_policy
-from artifacts.retention import resolve as resolve_retention
-from artifacts.sweeper import Sweeper
-from artifacts.tokens import TokenStore
-from artifacts.usage import bump_usage
-from artifacts.writer import ArtifactWriter, StagedSegment
+from overspill.artifacts.retention import MAX_RETENTION_S, Forever, effective_policy
+from overspill.artifacts.retention import resolve as resolve_retention
+from overspill.artifacts.sweeper import Sweeper
+from overspill.artifacts.tokens import TokenStore
+from overspill.artifacts.usage import bump_usage
+from overspill.artifacts.writer import ArtifactWriter, StagedSegment
 
 SortKey = Literal["created", "size"]
 MAX_PAGE = 500

@@ -26,15 +26,15 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field
 from sqlalchemy import ColumnElement, delete, func, insert, or_, select, update
 
-from artifacts import audit
-from artifacts.blobs.base import BlobInfo
-from artifacts.db.models import Artifact, AuditEvent, Segment
-from artifacts.errors import StorageUnavailable
-from artifacts.records import GONE_STATES
-from artifacts.usage import bump_usage
+from overspill.artifacts import audit
+from overspill.artifacts.blobs.base import BlobInfo
+from overspill.artifacts.db.models import Artifact, AuditEvent, Segment
+from overspill.artifacts.errors import StorageUnavailable
+from overspill.artifacts.records import GONE_STATES
+from overspill.artifacts.usage import bump_usage
 
 if TYPE_CHECKING:
-    from artifacts.store import ArtifactStore
+    from overspill.artifacts.store import ArtifactStore
 
 _EXPIRABLE = ("complete", "capped", "incomplete", "failed")
 _MAX_LISTED = 100

@@ -22,10 +22,10 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from artifacts.clock import Clock
-from artifacts.db.models import ApiToken
-from artifacts.errors import InvalidArgument, NotFound
-from artifacts.records import ROLES, Principal
+from overspill.artifacts.clock import Clock
+from overspill.artifacts.db.models import ApiToken
+from overspill.artifacts.errors import InvalidArgument, NotFound
+from overspill.artifacts.records import ROLES, Principal
 
 TOKEN_PREFIX = "ovs_"
 MAX_TICKET_S = 3600

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Protocol
 
-from artifacts.errors import Conflict, OverspillError, QuotaExceeded, StorageUnavailable
-from artifacts.newlines import count_newlines
-from artifacts.records import WriteResult
+from overspill.artifacts.errors import Conflict, OverspillError, QuotaExceeded, StorageUnavailable
+from overspill.artifacts.newlines import count_newlines
+from overspill.artifacts.records import WriteResult
 
 
 @dataclass(frozen=True)

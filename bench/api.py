@@ -29,9 +29,9 @@ RANGE = MiB
 def serve_ours(port: int, home: str) -> None:
     import uvicorn
 
-    from api.app import create_app
-    from artifacts.config import StoreSettings
-    from artifacts.store import ArtifactStore
+    from overspill.api.app import create_app
+    from overspill.artifacts.config import StoreSettings
+    from overspill.artifacts.store import ArtifactStore
 
     store = ArtifactStore.open(StoreSettings(home=Path(home)))
     uvicorn.run(create_app(store), host="127.0.0.1", port=port, log_level="warning")
@@ -116,9 +116,9 @@ def main() -> None:
     size = 64 * MiB if args.quick else 256 * MiB
     total = 160 if args.quick else 1600
     clients = 32
-    from artifacts.config import StoreSettings
-    from artifacts.records import Principal
-    from artifacts.store import ArtifactStore
+    from overspill.artifacts.config import StoreSettings
+    from overspill.artifacts.records import Principal
+    from overspill.artifacts.store import ArtifactStore
 
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
         store = ArtifactStore.open(StoreSettings(home=Path(tmp)))

@@ -87,10 +87,10 @@ def child(case: str, gen: str, size: int, workdir: str) -> None:
     if case == "floor":
         print(json.dumps({"mb_s": size / MiB / _floor(command, workdir), "rss_mb": peak_rss_mb()}))
         return
-    from artifacts.config import StoreSettings
-    from artifacts.records import Principal
-    from artifacts.store import ArtifactStore
-    from shell import ExecRequest, Executor, ShellSettings, StoreSink
+    from overspill.artifacts.config import StoreSettings
+    from overspill.artifacts.records import Principal
+    from overspill.artifacts.store import ArtifactStore
+    from overspill.shell import ExecRequest, Executor, ShellSettings, StoreSink
 
     store = ArtifactStore.open(StoreSettings(home=Path(workdir)))
     who = Principal(name="agent:bench", role="agent")

@@ -36,9 +36,9 @@ def _chunks(total: int):  # type: ignore[no-untyped-def]
 
 
 def child(case: str, size: int, workdir: str, blob_url: str, endpoint: str) -> None:
-    from artifacts.config import StoreSettings
-    from artifacts.records import Principal
-    from artifacts.store import ArtifactStore
+    from overspill.artifacts.config import StoreSettings
+    from overspill.artifacts.records import Principal
+    from overspill.artifacts.store import ArtifactStore
 
     who = Principal(name="agent:bench", role="agent")
     os.sync()  # every run starts with no dirty pages left by the previous one

@@ -27,9 +27,9 @@ def seed(store, n: int) -> None:  # type: ignore[no-untyped-def]
     """Insert ``n`` already-expired artifacts in bulk (rows and blobs)."""
     from sqlalchemy import insert
 
-    from artifacts.content import segment_key
-    from artifacts.db.models import Artifact, Segment
-    from artifacts.ids import new_artifact_id
+    from overspill.artifacts.content import segment_key
+    from overspill.artifacts.db.models import Artifact, Segment
+    from overspill.artifacts.ids import new_artifact_id
 
     now = store.clock.now()
     past = now - timedelta(days=1)
@@ -83,8 +83,8 @@ def seed(store, n: int) -> None:  # type: ignore[no-untyped-def]
 
 
 def measure(blob_url: str, endpoint: str | None, n: int, home: Path) -> dict[str, float]:
-    from artifacts.config import StoreSettings
-    from artifacts.store import ArtifactStore
+    from overspill.artifacts.config import StoreSettings
+    from overspill.artifacts.store import ArtifactStore
 
     store = ArtifactStore.open(
         StoreSettings(home=home, blob_url=blob_url, s3_endpoint_url=endpoint)

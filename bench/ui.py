@@ -29,9 +29,9 @@ TARGET_RATIO = 1.5
 
 def _seed(home: Path, large: int) -> tuple[str, str, str]:
     """A 1 KiB and a ``large``-byte artifact of log lines, and a token."""
-    from artifacts.config import StoreSettings
-    from artifacts.records import Principal
-    from artifacts.store import ArtifactStore
+    from overspill.artifacts.config import StoreSettings
+    from overspill.artifacts.records import Principal
+    from overspill.artifacts.store import ArtifactStore
 
     store = ArtifactStore.open(StoreSettings(home=home, max_artifact_bytes=large * 2))
     who = Principal(name="user:bench", role="user")
@@ -76,7 +76,7 @@ def main() -> None:
         env.update(OVERSPILL_HOME=str(home), OVERSPILL_SWEEP_INTERVAL_S="0")
         env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
         server = subprocess.Popen(
-            [sys.executable, "-m", "api.cli", "serve", "--port", str(port)],
+            [sys.executable, "-m", "overspill.api.cli", "serve", "--port", str(port)],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

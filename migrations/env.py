@@ -10,7 +10,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection, create_engine, text
 
-from artifacts.db.models import Base
+from overspill.artifacts.db.models import Base
 
 config = context.config
 target_metadata = Base.metadata

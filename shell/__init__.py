@@ -4,13 +4,13 @@ It sees storage only through :class:`shell.sink.OutputSink`, so the same executo
 streams into an in-process store or, through ``api``'s client, a remote server.
 """
 
-from shell.config import ShellSettings
-from shell.executor import BackgroundJob, Executor
-from shell.process import SpawnError
-from shell.render import parse_exit_status
-from shell.results import ArtifactRef, CollectedOutput, ExecResult
-from shell.sink import OutputSink, StoreSink
-from shell.spec import ExecRequest, InvalidRequest
+from overspill.shell.config import ShellSettings
+from overspill.shell.executor import BackgroundJob, Executor
+from overspill.shell.process import SpawnError
+from overspill.shell.render import parse_exit_status
+from overspill.shell.results import ArtifactRef, CollectedOutput, ExecResult
+from overspill.shell.sink import OutputSink, StoreSink
+from overspill.shell.spec import ExecRequest, InvalidRequest
 
 __all__ = [
     "ArtifactRef",

@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from artifacts.utf8 import utf8_safe_end, utf8_skip_partial
-from shell.results import ArtifactRef, CollectedOutput
-from shell.sink import SinkStream
-from shell.spill import SpillFile
+from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
+from overspill.shell.results import ArtifactRef, CollectedOutput
+from overspill.shell.sink import SinkStream
+from overspill.shell.spill import SpillFile
 
 RetentionMode = Literal["tail", "head_tail"]
 

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from artifacts.config import SettingsBase
+from overspill.artifacts.config import SettingsBase
 
 MiB = 1024 * 1024
 

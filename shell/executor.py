@@ -16,22 +16,22 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from artifacts.utf8 import utf8_skip_partial
-from shell.capture import OutputCollector
-from shell.config import ShellSettings
-from shell.environment import child_environment
-from shell.process import ProcessTree, Pump, signal_name, spawn
-from shell.render import (
+from overspill.artifacts.utf8 import utf8_skip_partial
+from overspill.shell.capture import OutputCollector
+from overspill.shell.config import ShellSettings
+from overspill.shell.environment import child_environment
+from overspill.shell.process import ProcessTree, Pump, signal_name, spawn
+from overspill.shell.render import (
     RenderMode,
     dropped_line,
     join_streams,
     render_result,
     stream_text,
 )
-from shell.results import BackgroundRead, ExecResult
-from shell.sink import OutputSink
-from shell.spec import ExecRequest, ExecSpec, resolve
-from shell.spill import SpillFile, sweep_old_spill_files
+from overspill.shell.results import BackgroundRead, ExecResult
+from overspill.shell.sink import OutputSink
+from overspill.shell.spec import ExecRequest, ExecSpec, resolve
+from overspill.shell.spill import SpillFile, sweep_old_spill_files
 
 _swept = False
 _sweep_lock = threading.Lock()

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from shell.results import CollectedOutput
+from overspill.shell.results import CollectedOutput
 
 RenderMode = Literal["artifact", "legacy"]
 

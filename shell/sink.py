@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from artifacts.errors import OverspillError
-from artifacts.records import Principal
-from shell.results import ArtifactRef
+from overspill.artifacts.errors import OverspillError
+from overspill.artifacts.records import Principal
+from overspill.shell.results import ArtifactRef
 
 if TYPE_CHECKING:  # imported when the first stream overflows, not before
-    from artifacts.store import ArtifactStore
-    from artifacts.writer import ArtifactWriter
+    from overspill.artifacts.store import ArtifactStore
+    from overspill.artifacts.writer import ArtifactWriter
 
 
 class SinkStream(Protocol):

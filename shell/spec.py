@@ -8,7 +8,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from shell.config import ShellSettings
+from overspill.shell.config import ShellSettings
 
 
 class InvalidRequest(ValueError):

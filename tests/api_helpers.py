@@ -12,8 +12,8 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from api.app import create_app
-from artifacts.store import ArtifactStore
+from overspill.api.app import create_app
+from overspill.artifacts.store import ArtifactStore
 
 
 @dataclass

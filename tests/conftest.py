@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from artifacts.config import StoreSettings
-from artifacts.db.engine import make_engine, upgrade
-from artifacts.db.models import Base
-from artifacts.store import ArtifactStore
+from overspill.artifacts.config import StoreSettings
+from overspill.artifacts.db.engine import make_engine, upgrade
+from overspill.artifacts.db.models import Base
+from overspill.artifacts.store import ArtifactStore
 from tests.helpers import make_bucket, store_settings
 
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
@@ -141,7 +141,7 @@ def store(settings: StoreSettings) -> Iterator[ArtifactStore]:
 
 
 def _blobs(settings: StoreSettings) -> Any:
-    from artifacts.blobs.registry import open_blob_store
+    from overspill.artifacts.blobs.registry import open_blob_store
 
     return open_blob_store(settings.resolved_blob_url, s3_endpoint_url=settings.s3_endpoint_url)
 

@@ -6,9 +6,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from artifacts.config import StoreSettings
-from artifacts.records import Principal
-from artifacts.store import ArtifactStore
+from overspill.artifacts.config import StoreSettings
+from overspill.artifacts.records import Principal
+from overspill.artifacts.store import ArtifactStore
 
 ALICE = Principal(name="user:alice", role="user")
 BOB = Principal(name="user:bob", role="user")

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from artifacts.store import ArtifactStore
+from overspill.artifacts.store import ArtifactStore
 from tests.api_helpers import Api, make_api
 
 ZERO_ID = "art_" + "0" * 26
@@ -265,7 +265,7 @@ def test_revoked_and_expired_tokens_stop_working(api: Api) -> None:
     assert tid in [t["id"] for t in listed] and "token" not in listed[0]
     assert api.client.delete(f"/v1/admin/tokens/{tid}", headers=api.h(api.admin)).status_code == 200
     assert api.client.get("/v1/artifacts", headers=api.h(token)).status_code == 401
-    from artifacts.clock import ManualClock
+    from overspill.artifacts.clock import ManualClock
 
     clock = ManualClock()
     api.store.tokens._clock = clock
@@ -278,7 +278,7 @@ def test_revoked_and_expired_tokens_stop_working(api: Api) -> None:
 def test_tokens_are_stored_only_as_hashes(api: Api) -> None:
     from sqlalchemy import select
 
-    from artifacts.db.models import ApiToken
+    from overspill.artifacts.db.models import ApiToken
 
     with api.store._sessions() as s:
         rows = s.execute(select(ApiToken)).scalars().all()
@@ -404,7 +404,7 @@ def test_a_download_link_for_another_owners_artifact_is_a_404(api: Api) -> None:
 
 
 def test_download_links_die_with_their_token_and_their_lifetime(api: Api) -> None:
-    from artifacts.clock import ManualClock
+    from overspill.artifacts.clock import ManualClock
 
     art = _upload(api, b"short-lived")
     clock = ManualClock()

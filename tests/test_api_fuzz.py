@@ -11,9 +11,9 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 
-from api.app import create_app
-from artifacts.config import StoreSettings
-from artifacts.store import ArtifactStore
+from overspill.api.app import create_app
+from overspill.artifacts.config import StoreSettings
+from overspill.artifacts.store import ArtifactStore
 
 
 @pytest.fixture(scope="module")

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from api.client import OverspillClient, RemoteSink
-from artifacts.errors import Gone, NotFound, OffsetConflict
-from artifacts.store import ArtifactStore
-from shell import ExecRequest, Executor, ShellSettings
+from overspill.api.client import OverspillClient, RemoteSink
+from overspill.artifacts.errors import Gone, NotFound, OffsetConflict
+from overspill.artifacts.store import ArtifactStore
+from overspill.shell import ExecRequest, Executor, ShellSettings
 from tests.api_helpers import Api, live_server, make_api
 from tests.helpers import ALICE
 
@@ -36,7 +36,7 @@ def _cli(url: str, token: str, *args: str) -> subprocess.CompletedProcess[bytes]
     env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
     env.update(OVERSPILL_URL=url, OVERSPILL_TOKEN=token, PYTHONPATH=str(ROOT))
     return subprocess.run(
-        [sys.executable, "-m", "api.cli", *args],
+        [sys.executable, "-m", "overspill.api.cli", *args],
         capture_output=True,
         env=env,
         check=False,
@@ -142,7 +142,7 @@ def test_overspill_run_with_a_url_lands_on_the_server(
 def test_the_cli_in_server_mode(server: tuple[Api, str]) -> None:
     api, url = server
     put = subprocess.run(
-        [sys.executable, "-m", "api.cli", "put", "--name", "numbers"],
+        [sys.executable, "-m", "overspill.api.cli", "put", "--name", "numbers"],
         input=b"".join(b"%d\n" % i for i in range(1, 5001)),
         capture_output=True,
         env={

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from artifacts.blobs.base import BlobNotFound, BlobStore
-from artifacts.blobs.local import LocalBlobStore
-from artifacts.blobs.registry import open_blob_store
-from artifacts.errors import ConfigurationError, InvalidArgument, StorageUnavailable
+from overspill.artifacts.blobs.base import BlobNotFound, BlobStore
+from overspill.artifacts.blobs.local import LocalBlobStore
+from overspill.artifacts.blobs.registry import open_blob_store
+from overspill.artifacts.errors import ConfigurationError, InvalidArgument, StorageUnavailable
 from tests.helpers import make_bucket
 
 
@@ -175,7 +175,7 @@ def test_unreachable_s3_endpoint_is_storage_unavailable() -> None:
 
 
 def test_s3_put_body_reads_any_piece_of_the_buffer_and_rewinds() -> None:
-    from artifacts.blobs.s3 import _ViewFile
+    from overspill.artifacts.blobs.s3 import _ViewFile
 
     data = bytearray(os.urandom(10_000))
     body = _ViewFile(memoryview(data)[:9_000])

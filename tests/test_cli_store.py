@@ -17,7 +17,7 @@ def _run(home: Path, *args: str, stdin: bytes = b"") -> subprocess.CompletedProc
     env["OVERSPILL_HOME"] = str(home)
     env["OVERSPILL_OWNER"] = "user:tester"
     return subprocess.run(
-        [sys.executable, "-m", "api.cli", *args],
+        [sys.executable, "-m", "overspill.api.cli", *args],
         input=stdin,
         capture_output=True,
         env=env,
@@ -76,7 +76,7 @@ def test_invalid_regex_and_backend_errors_are_one_line(tmp_path: Path) -> None:
     bad = _run(tmp_path, "grep", art, "(")
     assert bad.returncode == 1 and bad.stderr.startswith(b"overspill: invalid regular expression")
     env_bad = subprocess.run(
-        [sys.executable, "-m", "api.cli", "ls"],
+        [sys.executable, "-m", "overspill.api.cli", "ls"],
         capture_output=True,
         check=False,
         env={**os.environ, "OVERSPILL_HOME": str(tmp_path), "OVERSPILL_BLOB_URL": "ftp://x/y"},
@@ -92,18 +92,18 @@ _LOADED = (
     "import sys, runpy\n"
     "sys.argv = ['overspill', 'run', '--', sys.argv[1]]\n"
     "try:\n"
-    "    runpy.run_module('api.cli', run_name='__main__')\n"
+    "    runpy.run_module('overspill.api.cli', run_name='__main__')\n"
     "except SystemExit:\n"
     "    pass\n"
-    "heavy = ('sqlalchemy', 'boto3', 'numpy', 'artifacts.store')\n"
-    "print(sorted({m.split('.')[0] if m != 'artifacts.store' else m\n"
+    "heavy = ('sqlalchemy', 'boto3', 'numpy', 'overspill.artifacts.store')\n"
+    "print(sorted({m.split('.')[0] if m != 'overspill.artifacts.store' else m\n"
     "              for m in sys.modules if m.startswith(heavy)}), file=sys.stderr)\n"
 )
 
 
 @pytest.mark.parametrize(
     ("command", "loaded"),
-    [("echo small", "[]"), ("seq 1 100000", "['artifacts.store', 'sqlalchemy']")],
+    [("echo small", "[]"), ("seq 1 100000", "['overspill.artifacts.store', 'sqlalchemy']")],
 )
 def test_run_loads_the_store_only_when_a_stream_overflows(
     tmp_path: Path, command: str, loaded: str

@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from artifacts.config import StoreSettings
-from artifacts.store import ArtifactStore
+from overspill.artifacts.config import StoreSettings
+from overspill.artifacts.store import ArtifactStore
 from tests.helpers import ALICE
 
 READER = r"""
 import json, sys, time
-from artifacts.config import StoreSettings
-from artifacts.records import Principal
-from artifacts.store import ArtifactStore
+from overspill.artifacts.config import StoreSettings
+from overspill.artifacts.records import Principal
+from overspill.artifacts.store import ArtifactStore
 store = ArtifactStore.open(StoreSettings.load())
 who = Principal(name="user:alice", role="user")
 art, want = sys.argv[1], int(sys.argv[2])
@@ -40,9 +40,9 @@ while time.monotonic() < deadline:
 
 WRITER = r"""
 import sys, time
-from artifacts.config import StoreSettings
-from artifacts.records import Principal
-from artifacts.store import ArtifactStore
+from overspill.artifacts.config import StoreSettings
+from overspill.artifacts.records import Principal
+from overspill.artifacts.store import ArtifactStore
 store = ArtifactStore.open(StoreSettings.load())
 w = store.open_writer(Principal(name="user:alice", role="user"))
 w.write(b"flushed line\n" * 1000)

@@ -8,12 +8,12 @@ from datetime import timedelta
 
 import pytest
 
-from artifacts.clock import ManualClock
-from artifacts.errors import Gone, QuotaExceeded
-from artifacts.policies import PolicySpec
-from artifacts.records import Principal
-from artifacts.retention import GLOBAL
-from artifacts.store import ArtifactStore
+from overspill.artifacts.clock import ManualClock
+from overspill.artifacts.errors import Gone, QuotaExceeded
+from overspill.artifacts.policies import PolicySpec
+from overspill.artifacts.records import Principal
+from overspill.artifacts.retention import GLOBAL
+from overspill.artifacts.store import ArtifactStore
 from tests.helpers import ADMIN, ALICE, BOB, write_artifact
 
 DAY = 86400
@@ -306,7 +306,7 @@ def test_a_dead_writer_is_finalised_by_the_sweeper(
     assert store.sweeper.run().writers_finalised == 1
     from sqlalchemy import select
 
-    from artifacts.db.models import Artifact
+    from overspill.artifacts.db.models import Artifact
 
     with store._sessions() as s:
         assert (
@@ -335,7 +335,7 @@ def test_policy_views_inherit_and_can_be_removed(store: ArtifactStore, clock: Ma
     assert [p.owner for p in store.policies.list_owners()] == ["agent:x"]
     store.policies.delete(ADMIN, "agent:x")
     assert store.policies.list_owners() == []
-    from artifacts.errors import InvalidArgument
+    from overspill.artifacts.errors import InvalidArgument
 
     with pytest.raises(InvalidArgument, match="cannot exceed"):
         store.policies.set(ADMIN, PolicySpec(default_retention_s=10, max_retention_s=5))

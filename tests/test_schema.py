@@ -5,8 +5,8 @@ from __future__ import annotations
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from artifacts.db.engine import make_engine
-from artifacts.db.models import Base
+from overspill.artifacts.db.engine import make_engine
+from overspill.artifacts.db.models import Base
 
 
 def test_migrated_schema_matches_the_models(database_url: str) -> None:
@@ -19,7 +19,7 @@ def test_migrated_schema_matches_the_models(database_url: str) -> None:
 
 
 def test_upgrade_is_idempotent(database_url: str) -> None:
-    from artifacts.db.engine import upgrade
+    from overspill.artifacts.db.engine import upgrade
 
     engine = make_engine(database_url)
     upgrade(engine)
@@ -31,7 +31,7 @@ def test_schema_head_constant_matches_the_newest_migration() -> None:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-    from artifacts.db.engine import MIGRATIONS_DIR, SCHEMA_HEAD
+    from overspill.artifacts.db.engine import MIGRATIONS_DIR, SCHEMA_HEAD
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
@@ -42,9 +42,9 @@ def test_a_postgres_store_refuses_an_unmigrated_database(pg_database_url: str, t
     import pytest
     from sqlalchemy import create_engine, text
 
-    from artifacts.config import StoreSettings
-    from artifacts.errors import ConfigurationError
-    from artifacts.store import ArtifactStore
+    from overspill.artifacts.config import StoreSettings
+    from overspill.artifacts.errors import ConfigurationError
+    from overspill.artifacts.store import ArtifactStore
     from tests.conftest import PG_ADMIN_URL
 
     name = "overspill_unmigrated_" + tmp_path.name[-8:].replace("-", "_")

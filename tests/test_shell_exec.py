@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from artifacts.store import ArtifactStore
-from shell import ExecRequest, Executor, ShellSettings, SpawnError, StoreSink
+from overspill.artifacts.store import ArtifactStore
+from overspill.shell import ExecRequest, Executor, ShellSettings, SpawnError, StoreSink
 from tests.helpers import ALICE
 
 FAST = dict(grace_ms=300, legacy_spill=True)
@@ -108,7 +108,7 @@ def test_a_lingering_grandchild_does_not_hold_the_result_past_the_grace() -> Non
 def test_output_left_in_the_pipes_at_the_drain_deadline_is_kept() -> None:
     """A slow consumer (a remote store under load) must not cost the end of the
     output: the command has exited and its bytes already sit in the pipes."""
-    from shell.process import Pump, spawn
+    from overspill.shell.process import Pump, spawn
 
     tree = spawn("seq 1 100000; seq 1 3000 >&2", os.getcwd(), dict(os.environ), None)
     got = {"out": bytearray(), "err": bytearray()}
@@ -171,7 +171,7 @@ def test_the_compatibility_layer_off_writes_no_file(
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    from shell import spill
+    from overspill.shell import spill
 
     monkeypatch.setattr(spill.SpillDirectory, "_path", None)
     r = _executor(legacy_spill=False, max_output_bytes=10).run(ExecRequest(command="seq 1 1000"))
@@ -316,7 +316,7 @@ def test_a_storage_failure_still_returns_the_tail_and_says_why(store: ArtifactSt
 
 
 def test_an_unopenable_store_is_reported_not_raised(tmp_path: Path) -> None:
-    from artifacts.config import StoreSettings
+    from overspill.artifacts.config import StoreSettings
 
     def broken() -> ArtifactStore:
         return ArtifactStore.open(

@@ -13,15 +13,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from artifacts.errors import ConfigurationError
-from shell import spill as spill_mod
-from shell.capture import OutputCollector
-from shell.config import ShellSettings
-from shell.environment import child_environment
-from shell.render import parse_exit_status, render_result, stream_text, truncation_line
-from shell.results import ArtifactRef, CollectedOutput
-from shell.spec import ExecRequest, InvalidRequest, resolve
-from shell.spill import SpillFile, sweep_old_spill_files
+from overspill.artifacts.errors import ConfigurationError
+from overspill.shell import spill as spill_mod
+from overspill.shell.capture import OutputCollector
+from overspill.shell.config import ShellSettings
+from overspill.shell.environment import child_environment
+from overspill.shell.render import parse_exit_status, render_result, stream_text, truncation_line
+from overspill.shell.results import ArtifactRef, CollectedOutput
+from overspill.shell.spec import ExecRequest, InvalidRequest, resolve
+from overspill.shell.spill import SpillFile, sweep_old_spill_files
 
 # -- defaults, caps, validation ---------------------------------------------------------
 

@@ -9,8 +9,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from artifacts.errors import Conflict, InvalidArgument, InvalidRange, NotFound, StorageUnavailable
-from artifacts.store import ArtifactStore
+from overspill.artifacts.errors import (
+    Conflict,
+    InvalidArgument,
+    InvalidRange,
+    NotFound,
+    StorageUnavailable,
+)
+from overspill.artifacts.store import ArtifactStore
 from tests.helpers import ADMIN, ALICE, BOB, write_artifact
 
 MiB = 1024 * 1024
@@ -228,7 +234,7 @@ def test_invalid_ids_are_rejected_by_shape(store: ArtifactStore) -> None:
 
 
 def test_delete_leaves_a_tombstone_and_frees_the_bytes(store: ArtifactStore) -> None:
-    from artifacts.errors import Gone
+    from overspill.artifacts.errors import Gone
 
     art = write_artifact(store, os.urandom(200_000))
     info = store.delete(ALICE, art)
@@ -324,7 +330,7 @@ def test_a_storage_failure_mid_write_fails_the_artifact_but_keeps_what_was_store
 
 
 def test_unset_segment_size_takes_the_backends_own(store: ArtifactStore) -> None:
-    from artifacts.blobs.s3 import S3BlobStore
+    from overspill.artifacts.blobs.s3 import S3BlobStore
 
     own = ArtifactStore.open(store.settings.model_copy(update={"segment_bytes": None}))
     try:
@@ -343,8 +349,8 @@ def test_unset_segment_size_takes_the_backends_own(store: ArtifactStore) -> None
 
 def _break_blob_backend(store: ArtifactStore) -> None:
     """Make the real backend unusable: the blob root becomes a file; the bucket vanishes."""
-    from artifacts.blobs.local import LocalBlobStore
-    from artifacts.blobs.s3 import S3BlobStore
+    from overspill.artifacts.blobs.local import LocalBlobStore
+    from overspill.artifacts.blobs.s3 import S3BlobStore
 
     if isinstance(store.blobs, LocalBlobStore):
         root = store.blobs.root
@@ -361,7 +367,7 @@ def _break_blob_backend(store: ArtifactStore) -> None:
 
 
 def test_an_unreachable_database_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from artifacts.config import StoreSettings
+    from overspill.artifacts.config import StoreSettings
 
     settings = StoreSettings(
         home=tmp_path, database_url="postgresql+psycopg://nobody@127.0.0.1:1/none"
@@ -371,16 +377,16 @@ def test_an_unreachable_database_is_a_clear_error(tmp_path) -> None:  # type: ig
 
 
 def test_an_unsupported_database_url_is_a_configuration_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from artifacts.config import StoreSettings
-    from artifacts.errors import ConfigurationError
+    from overspill.artifacts.config import StoreSettings
+    from overspill.artifacts.errors import ConfigurationError
 
     with pytest.raises(ConfigurationError, match="unsupported database URL 'mysql://u@h/d'"):
         ArtifactStore.open(StoreSettings(home=tmp_path, database_url="mysql://u:pw@h/d"))
 
 
 def test_bad_settings_name_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
-    from artifacts.config import StoreSettings
-    from artifacts.errors import ConfigurationError
+    from overspill.artifacts.config import StoreSettings
+    from overspill.artifacts.errors import ConfigurationError
 
     monkeypatch.setenv("OVERSPILL_SEGMENT_BYTES", "-3")
     with pytest.raises(ConfigurationError, match="OVERSPILL_SEGMENT_BYTES"):
@@ -392,7 +398,7 @@ def test_bad_settings_name_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_newline_counts_agree_with_bytes_count_at_any_length_and_end(
     data: bytes, repeat: int, cut: int
 ) -> None:
-    from artifacts.newlines import count_newlines
+    from overspill.artifacts.newlines import count_newlines
 
     # Lengths up to ~12 KB cross every vector width and alignment the count uses.
     big = data * (1 + repeat)

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from api.backend import Backend, LocalBackend
-from api.client import OverspillClient
-from api.tools import TOOL_DEFINITIONS, ArtifactTools
-from artifacts.store import ArtifactStore
+from overspill.api.backend import Backend, LocalBackend
+from overspill.api.client import OverspillClient
+from overspill.api.tools import TOOL_DEFINITIONS, ArtifactTools
+from overspill.artifacts.store import ArtifactStore
 from tests.api_helpers import live_server, make_api
 from tests.helpers import ALICE, write_artifact
 

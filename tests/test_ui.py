@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from api.app import create_app
-from artifacts.records import Principal
-from artifacts.store import ArtifactStore
+from overspill.api.app import create_app
+from overspill.artifacts.records import Principal
+from overspill.artifacts.store import ArtifactStore
 from tests.api_helpers import live_server
 from tests.conftest import _truncate_all
 from tests.helpers import make_bucket, store_settings, write_artifact
@@ -363,7 +363,7 @@ def test_download_saves_the_exact_bytes(page: Any, site: Site, tmp_path: Path) -
 
 
 def test_pin_unpin_and_retention_changes_say_what_applied(page: Any, site: Site) -> None:
-    from artifacts.policies import PolicySpec
+    from overspill.artifacts.policies import PolicySpec
 
     site.store.policies.set(ROOT, PolicySpec(max_retention_s=30 * 86400))
     art = output(site.store, b"keep me\n")
@@ -550,7 +550,7 @@ def test_admin_sees_usage_manages_tokens_and_reads_the_audit_log(page: Any, site
 
 
 def test_cleanup_runs_only_after_a_dry_run(page: Any, site: Site) -> None:
-    from artifacts.clock import ManualClock
+    from overspill.artifacts.clock import ManualClock
 
     clock = ManualClock()
     site.store.clock = clock

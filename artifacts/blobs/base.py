@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
-from artifacts.errors import InvalidArgument
+from overspill.artifacts.errors import InvalidArgument
 
 # Keys are produced by the store ("art_…/0000000007"); anything else is refused so
 # a key can never climb out of a backend's root or prefix.

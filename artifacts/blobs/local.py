@@ -18,8 +18,8 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from artifacts.blobs.base import BlobInfo, BlobNotFound, check_key
-from artifacts.errors import StorageUnavailable
+from overspill.artifacts.blobs.base import BlobInfo, BlobNotFound, check_key
+from overspill.artifacts.errors import StorageUnavailable
 
 _READ_CHUNK = 1024 * 1024
 # Bytes per write(2). Measured, not guessed: on the Linux VMs this runs on, the

@@ -6,12 +6,12 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from artifacts.blobs.base import BlobStore
-from artifacts.errors import ConfigurationError
+from overspill.artifacts.blobs.base import BlobStore
+from overspill.artifacts.errors import ConfigurationError
 
 
 def _local(url: str, _endpoint: str | None) -> BlobStore:
-    from artifacts.blobs.local import LocalBlobStore
+    from overspill.artifacts.blobs.local import LocalBlobStore
 
     parsed = urlparse(url)
     if parsed.netloc not in ("", "localhost"):
@@ -22,7 +22,7 @@ def _local(url: str, _endpoint: str | None) -> BlobStore:
 
 
 def _s3(url: str, endpoint: str | None) -> BlobStore:
-    from artifacts.blobs.s3 import S3BlobStore
+    from overspill.artifacts.blobs.s3 import S3BlobStore
 
     parsed = urlparse(url)
     if not parsed.netloc:

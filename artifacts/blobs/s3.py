@@ -11,8 +11,8 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from artifacts.blobs.base import BlobInfo, BlobNotFound, check_key
-from artifacts.errors import StorageUnavailable
+from overspill.artifacts.blobs.base import BlobInfo, BlobNotFound, check_key
+from overspill.artifacts.errors import StorageUnavailable
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -15,7 +15,7 @@ from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.pool import NullPool
 
-from artifacts.errors import ConfigurationError, StorageUnavailable
+from overspill.artifacts.errors import ConfigurationError, StorageUnavailable
 
 WRITE_LOCK = "overspill_write_lock"
 """Execution option: this transaction reads then writes; lock up front on SQLite."""
