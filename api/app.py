@@ -6,12 +6,22 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import FastAPI, Request, Response
+from starlette.routing import Route
 
-from overspill.api import errors, routes_admin, routes_artifacts, routes_ops, routes_ui
+from overspill.api import (
+    errors,
+    routes_admin,
+    routes_artifacts,
+    routes_ops,
+    routes_results,
+    routes_ui,
+)
 from overspill.api.metrics import Metrics
 from overspill.artifacts.config import StoreSettings
+from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
 
 
@@ -24,7 +34,8 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if app.state.store is None:
             app.state.store = ArtifactStore.open(settings or StoreSettings.load())
-        yield
+        async with mcp.manager.run():
+            yield
         if owns_store and app.state.store is not None:
             app.state.store.close()
 
@@ -39,9 +50,12 @@ def create_app(
     app.state.metrics = Metrics()
     errors.install(app)
     app.include_router(routes_artifacts.router)
+    app.include_router(routes_results.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_ops.router)
     app.include_router(routes_ui.make_router())
+    mcp = _mcp(app)
+    app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"]))
 
     @app.middleware("http")
     async def _measure(
@@ -59,3 +73,17 @@ def create_app(
         return response
 
     return app
+
+
+def _mcp(app: FastAPI) -> Any:
+    """The MCP endpoint: the artifact tools (no bash) for each token's principal."""
+    from overspill.api.backend import LocalBackend
+    from overspill.api.mcp_server import McpHttp
+    from overspill.api.saved import ResultSaver
+    from overspill.api.tools import ArtifactTools
+
+    def tools_for(principal: Principal) -> ArtifactTools:
+        backend = LocalBackend(app.state.store, principal)
+        return ArtifactTools(backend, saver=ResultSaver(backend))
+
+    return McpHttp(tools_for, lambda secret: app.state.store.tokens.authenticate(secret))

@@ -7,9 +7,10 @@
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
+from overspill.api.saved import SavedResult, SaveRequest, save_stream
 from overspill.artifacts.audit import AuditEntry
 from overspill.artifacts.policies import PolicySpec, PolicyView, Preview
 from overspill.artifacts.records import (
@@ -38,9 +39,16 @@ class Backend(Protocol):
         self, artifact_id: str, start: int = 0, end: int | None = None, *, follow: bool = False
     ) -> Iterator[bytes]: ...
     def text(self, artifact_id: str, offset: int = 0, limit: int = 65536) -> TextWindow: ...
-    def lines(self, artifact_id: str, start: int = 1, count: int = 100) -> LineWindow: ...
+    def lines(
+        self, artifact_id: str, start: int = 1, count: int = 100, max_bytes: int | None = None
+    ) -> LineWindow: ...
     def tail(
-        self, artifact_id: str, *, lines: int | None = None, nbytes: int | None = None
+        self,
+        artifact_id: str,
+        *,
+        lines: int | None = None,
+        nbytes: int | None = None,
+        max_bytes: int | None = None,
     ) -> TailWindow: ...
     def grep(
         self,
@@ -53,6 +61,7 @@ class Backend(Protocol):
         max_matches: int = 100,
         offset: int = 0,
     ) -> GrepResult: ...
+    def save_result(self, chunks: Iterable[bytes], request: SaveRequest) -> SavedResult: ...
     def usage(self) -> builtins.list[dict[str, Any]]: ...
     def create_token(
         self,
@@ -108,13 +117,22 @@ class LocalBackend:
     def text(self, artifact_id: str, offset: int = 0, limit: int = 65536) -> TextWindow:
         return self.store.text(self.principal, artifact_id, offset, limit)
 
-    def lines(self, artifact_id: str, start: int = 1, count: int = 100) -> LineWindow:
-        return self.store.lines(self.principal, artifact_id, start, count)
+    def lines(
+        self, artifact_id: str, start: int = 1, count: int = 100, max_bytes: int | None = None
+    ) -> LineWindow:
+        return self.store.lines(self.principal, artifact_id, start, count, max_bytes)
 
     def tail(
-        self, artifact_id: str, *, lines: int | None = None, nbytes: int | None = None
+        self,
+        artifact_id: str,
+        *,
+        lines: int | None = None,
+        nbytes: int | None = None,
+        max_bytes: int | None = None,
     ) -> TailWindow:
-        return self.store.tail(self.principal, artifact_id, lines=lines, nbytes=nbytes)
+        return self.store.tail(
+            self.principal, artifact_id, lines=lines, nbytes=nbytes, max_bytes=max_bytes
+        )
 
     def grep(
         self,
@@ -136,6 +154,14 @@ class LocalBackend:
             context=context,
             max_matches=max_matches,
             offset=offset,
+        )
+
+    def save_result(self, chunks: Iterable[bytes], request: SaveRequest) -> SavedResult:
+        return save_stream(
+            lambda: request.open_writer(self.store, self.principal),
+            self.get,
+            chunks,
+            budget=request.budget,
         )
 
     def usage(self) -> builtins.list[dict[str, Any]]:

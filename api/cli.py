@@ -308,8 +308,7 @@ def cmd_retain(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from overspill.shell import ExecRequest, Executor, ShellSettings, StoreSink
-    from overspill.shell.sink import OutputSink
+    from overspill.shell import ExecRequest, Executor, ShellSettings
 
     command = list(args.command)
     if command and command[0] == "--":
@@ -317,23 +316,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not command:
         raise CliError("run needs a command: overspill run [OPTIONS] -- COMMAND...")
     shell_settings = ShellSettings.load()
-    client = ClientSettings.load()
-    sink: OutputSink
-    if client.url:
-        from overspill.api.client import OverspillClient, RemoteSink
-
-        sink = RemoteSink(
-            OverspillClient(client.url, client.token),
-            session_id=client.session_id,
-            max_bytes=shell_settings.artifact_max_bytes,
-        )
-    else:
-        sink = StoreSink(
-            _local_store,
-            Principal(name=client.owner, role="agent"),
-            session_id=client.session_id,
-            max_bytes=shell_settings.artifact_max_bytes,
-        )
+    sink = _sink(ClientSettings.load(), shell_settings)
     request = ExecRequest(
         command=command[0] if len(command) == 1 else " ".join(command),
         workdir=args.cwd,
@@ -353,6 +336,61 @@ def cmd_run(args: argparse.Namespace) -> int:
         except KeyError:
             return 128
     return result.exit_code or 0
+
+
+def _sink(client: ClientSettings, shell_settings: Any) -> Any:
+    """Where the executor streams overflowing output: the local store (opened only
+    when a stream overflows) or a server."""
+    if client.url:
+        from overspill.api.client import OverspillClient, RemoteSink
+
+        return RemoteSink(
+            OverspillClient(client.url, client.token),
+            session_id=client.session_id,
+            max_bytes=shell_settings.artifact_max_bytes,
+        )
+    from overspill.shell import StoreSink
+
+    return StoreSink(
+        _local_store,
+        Principal(name=client.owner, role="agent"),
+        session_id=client.session_id,
+        max_bytes=shell_settings.artifact_max_bytes,
+    )
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """Serve the tools to one local agent over stdio (MCP)."""
+    from overspill.api.bash_tools import BashTools
+    from overspill.api.mcp_server import serve_stdio
+    from overspill.api.saved import ResultSaver
+    from overspill.api.tools import ArtifactTools
+    from overspill.shell import Executor, ShellSettings
+
+    client = ClientSettings.load()
+    shell_settings = ShellSettings.load()
+    backend: Backend
+    if client.url:
+        from overspill.api.client import OverspillClient
+
+        backend = OverspillClient(client.url, client.token)
+    else:
+        from overspill.api.backend import LocalBackend
+
+        # An agent sees its own artifacts only, unlike the local admin CLI.
+        backend = LocalBackend(_local_store(), Principal(name=client.owner, role="agent"))
+    saver = ResultSaver(
+        backend,
+        session_id=client.session_id,
+        legacy=shell_settings.legacy_spill,
+        legacy_root=shell_settings.result_spill_dir,
+        legacy_cap=shell_settings.max_spill_bytes,
+        sweep_days=shell_settings.spill_sweep_days,
+    )
+    tools = ArtifactTools(backend, session_id=client.session_id, saver=saver)
+    bash = BashTools(Executor(shell_settings, _sink(client, shell_settings)))
+    serve_stdio(tools, bash)
+    return 0
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -513,6 +551,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cwd")
     run.add_argument("command", nargs=argparse.REMAINDER)
     run.set_defaults(func=cmd_run)
+
+    mcp = sub.add_parser(
+        "mcp", help="serve the tools (bash, artifact_*) to a local agent over stdio (MCP)"
+    )
+    mcp.set_defaults(func=cmd_mcp)
 
     serve = sub.add_parser("serve", help="serve the HTTP API and web UI")
     serve.add_argument("--host", default="127.0.0.1")

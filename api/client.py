@@ -7,12 +7,14 @@ Error bodies come back as the same exception classes the store raises, so a call
 from __future__ import annotations
 
 import builtins
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
 import httpx
 
+from overspill.api.saved import SavedResult, SaveRequest
 from overspill.artifacts.audit import AuditEntry
 from overspill.artifacts.errors import (
     Conflict,
@@ -117,6 +119,15 @@ class OverspillClient:
             )
         )
 
+    def save_result(self, chunks: Iterable[bytes], request: SaveRequest) -> SavedResult:
+        """``POST /v1/results``: stream a tool's result, get its id and preview."""
+        params = request.model_dump(exclude_none=True, exclude={"source"})
+        if request.source:
+            params["source"] = json.dumps(request.source)
+        return SavedResult.model_validate(
+            self._json("POST", "/v1/results", content=_iter(chunks), params=params)
+        )
+
     def append(self, artifact_id: str, offset: int, data: bytes) -> ArtifactInfo:
         return ArtifactInfo.model_validate(
             self._json(
@@ -195,17 +206,27 @@ class OverspillClient:
             )
         )
 
-    def lines(self, artifact_id: str, start: int = 1, count: int = 100) -> LineWindow:
+    def lines(
+        self, artifact_id: str, start: int = 1, count: int = 100, max_bytes: int | None = None
+    ) -> LineWindow:
+        params = {"start": start, "count": count}
+        if max_bytes is not None:
+            params["max_bytes"] = max_bytes
         return LineWindow.model_validate(
-            self._json(
-                "GET", f"/v1/artifacts/{artifact_id}/lines", params={"start": start, "count": count}
-            )
+            self._json("GET", f"/v1/artifacts/{artifact_id}/lines", params=params)
         )
 
     def tail(
-        self, artifact_id: str, *, lines: int | None = None, nbytes: int | None = None
+        self,
+        artifact_id: str,
+        *,
+        lines: int | None = None,
+        nbytes: int | None = None,
+        max_bytes: int | None = None,
     ) -> TailWindow:
         params = {"lines": lines} if lines is not None else {"bytes": nbytes}
+        if max_bytes is not None:
+            params["max_bytes"] = max_bytes
         return TailWindow.model_validate(
             self._json("GET", f"/v1/artifacts/{artifact_id}/tail", params=params)
         )

@@ -402,13 +402,14 @@ def read_tail(
     who: PrincipalDep,
     lines: int | None = Query(None, ge=1, le=100000),
     bytes_: int | None = Query(None, ge=1, le=2**62, alias="bytes"),
+    max_bytes: int | None = Query(None, ge=1, le=16 * 1024 * 1024),
 ) -> TailWindow:
     """The last lines (default 100) or bytes, bounded."""
     if lines is None and bytes_ is None:
         lines = 100
     if lines is not None and bytes_ is not None:
         raise InvalidArgument("give lines or bytes for a tail, not both")
-    return store.tail(who, artifact_id, lines=lines, nbytes=bytes_)
+    return store.tail(who, artifact_id, lines=lines, nbytes=bytes_, max_bytes=max_bytes)
 
 
 @router.get(

@@ -1,23 +1,18 @@
-"""Bounded views over an artifact's bytes: text windows, line pages, tails, grep.
+"""Bounded views over an artifact's bytes: text windows, line pages and tails.
 
 Every function here returns at most ``max_bytes`` of content and says where to
-continue. None of them reads more than a bounded amount per call except grep,
-whose scan is bounded by ``scan_bytes`` and resumes from ``next_offset``.
+continue, and none reads more than a bounded amount per call. grep lives in
+``artifacts.grep``.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-
-import re2
 
 from overspill.artifacts.content import Content
 from overspill.artifacts.errors import InvalidArgument, InvalidRange
 from overspill.artifacts.records import (
-    GrepMatch,
-    GrepResult,
     Line,
     LineWindow,
     TailWindow,
@@ -45,6 +40,9 @@ def text_window(content: Content, offset: int, limit: int, *, complete: bool) ->
     else:
         body = body[:cut]
     next_offset = start + skip + len(body)
+    first_line = content.line_number_at(start + skip)
+    newlines = body.count(b"\n")
+    last_line = first_line + newlines - (1 if body.endswith(b"\n") else 0)
     return TextWindow(
         artifact_id=content.artifact_id,
         offset=start + skip,
@@ -53,6 +51,8 @@ def text_window(content: Content, offset: int, limit: int, *, complete: bool) ->
         size_bytes=size,
         eof=next_offset >= size,
         complete=complete,
+        first_line=first_line,
+        last_line=last_line if body else first_line - 1,
     )
 
 
@@ -161,16 +161,27 @@ def tail(
         start, truncated = _tail_lines_start(content, lines, max_bytes)
     raw = content.read(start, size)
     skip = utf8_skip_partial(raw)
+    if truncated and lines is not None and not _at_line_start(content, start):
+        # Fewer lines than asked fit: show whole lines from the first line start
+        # in the window, unless one line is longer than the whole window.
+        nl = raw.find(b"\n", 0, max(0, len(raw) - 1))
+        if nl >= 0:
+            skip = nl + 1
     start += skip
-    first_line = content.line_number_at(start) if _at_line_start(content, start) else None
+    body = raw[skip:]
+    at_line_start = _at_line_start(content, start)
+    number = content.line_number_at(start)
+    last = number + body.count(b"\n") - (1 if body.endswith(b"\n") else 0)
     return TailWindow(
         artifact_id=content.artifact_id,
         offset=start,
-        text=raw[skip:].decode("utf-8", errors="replace"),
-        first_line=first_line,
+        text=body.decode("utf-8", errors="replace"),
+        first_line=number if at_line_start else None,
         size_bytes=size,
         complete=complete,
         truncated=truncated,
+        line=number,
+        last_line=last if body else number - 1,
     )
 
 
@@ -200,84 +211,3 @@ def _tail_lines_start(content: Content, lines: int, max_bytes: int) -> tuple[int
                 return lo + idx + 1, False
         pos = lo
     return floor, floor > 0
-
-
-def compile_pattern(pattern: str, *, ignore_case: bool, fixed: bool) -> re2._Regexp:
-    if not pattern:
-        raise InvalidArgument("grep pattern must not be empty")
-    options = re2.Options()
-    options.case_sensitive = not ignore_case
-    options.literal = fixed
-    options.log_errors = False
-    try:
-        return re2.compile(pattern, options)
-    except re2.error as exc:
-        reason = exc.args[0] if exc.args else "syntax error"
-        if isinstance(reason, bytes):
-            reason = reason.decode("utf-8", errors="replace")
-        raise InvalidArgument(f"invalid regular expression {pattern!r}: {reason}") from None
-
-
-def grep(
-    content: Content,
-    pattern: str,
-    *,
-    ignore_case: bool = False,
-    fixed: bool = False,
-    context: int = 0,
-    max_matches: int = 100,
-    offset: int = 0,
-    max_bytes: int,
-    scan_bytes: int,
-    complete: bool,
-) -> GrepResult:
-    if context < 0 or context > 100:
-        raise InvalidArgument(f"context must be between 0 and 100, got {context}")
-    if max_matches < 1:
-        raise InvalidArgument(f"max_matches must be >= 1, got {max_matches}")
-    if offset < 0:
-        raise InvalidRange(f"offset must be >= 0, got {offset}")
-    regex = compile_pattern(pattern, ignore_case=ignore_case, fixed=fixed)
-    start = min(offset, content.size)
-    number = content.line_number_at(start)
-    before: deque[Line] = deque(maxlen=context)
-    matches: list[GrepMatch] = []
-    open_after: list[GrepMatch] = []
-    used = 0
-    next_offset = start
-    stopped = False
-    line_cap = min(MAX_LINE_BYTES, max_bytes)
-    for raw in iter_lines(content, start, line_cap):
-        line = _line(number, raw)
-        number += 1
-        for m in open_after:
-            m.after.append(line)
-        open_after = [m for m in open_after if len(m.after) < context]
-        hit_spans = [(m.start(), m.end()) for m in regex.finditer(line.text)]
-        if hit_spans and len(matches) < max_matches and used + len(raw.data) <= max_bytes:
-            match = GrepMatch(line=line, before=list(before), after=[], spans=hit_spans[:50])
-            matches.append(match)
-            used += len(raw.data) * (1 + 2 * context) if context else len(raw.data)
-            if context:
-                open_after.append(match)
-        elif hit_spans:
-            stopped = True
-            break
-        before.append(line)
-        next_offset = raw.end
-        if next_offset - start >= scan_bytes and not open_after:
-            stopped = True
-            break
-        if len(matches) >= max_matches and not open_after:
-            stopped = next_offset < content.size
-            break
-    return GrepResult(
-        artifact_id=content.artifact_id,
-        pattern=pattern,
-        matches=matches,
-        scanned_from=start,
-        next_offset=next_offset,
-        eof=not stopped and next_offset >= content.size,
-        complete=complete,
-        truncated=stopped,
-    )

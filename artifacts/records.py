@@ -69,7 +69,18 @@ class ArtifactPage(_Record):
     total_bytes: int | None = None
 
 
-class TextWindow(_Record):
+class Window(_Record):
+    """Where the artifact stood when a window was read, so an answer can say
+    whether the reader has now seen the end of the *output*, not only of what is
+    stored: ``capped`` and ``failed`` artifacts hold less than was produced."""
+
+    state: str = "writing"
+    size_bytes: int = 0  # bytes stored when the window was read
+    total_bytes: int = 0  # bytes the producer offered (> stored when capped/failed)
+    error: str | None = None  # why storing stopped, when it did
+
+
+class TextWindow(Window):
     artifact_id: str
     offset: int
     next_offset: int
@@ -77,16 +88,19 @@ class TextWindow(_Record):
     size_bytes: int
     eof: bool
     complete: bool
+    first_line: int = 1  # the line that holds byte ``offset``
+    last_line: int = 0  # the line that holds the window's last byte (< first_line if empty)
 
 
 class Line(_Record):
     number: int
-    offset: int
+    offset: int  # where the line starts
     text: str
-    truncated: bool = False
+    truncated: bool = False  # the text is part of the line
+    window_offset: int | None = None  # where the text starts, when not at ``offset``
 
 
-class LineWindow(_Record):
+class LineWindow(Window):
     artifact_id: str
     start: int
     lines: list[Line]
@@ -97,14 +111,16 @@ class LineWindow(_Record):
     line_count: int
 
 
-class TailWindow(_Record):
+class TailWindow(Window):
     artifact_id: str
     offset: int
     text: str
-    first_line: int | None
+    first_line: int | None  # set when the window starts at a line start
     size_bytes: int
     complete: bool
-    truncated: bool
+    truncated: bool  # fewer lines or bytes than asked fitted in the bound
+    line: int = 1  # the line that holds byte ``offset`` (mid-line when first_line is None)
+    last_line: int = 0  # the line that holds the window's last byte
 
 
 class GrepMatch(_Record):
@@ -114,7 +130,7 @@ class GrepMatch(_Record):
     spans: list[tuple[int, int]]
 
 
-class GrepResult(_Record):
+class GrepResult(Window):
     artifact_id: str
     pattern: str
     matches: list[GrepMatch]

@@ -17,13 +17,13 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from sqlalchemy import ColumnElement, Engine, and_, func, or_, select, tuple_, update
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from overspill.artifacts import audit, reads
+from overspill.artifacts import audit, grep, reads
 from overspill.artifacts.blobs.base import AppendableBlobStore, BlobStore
 from overspill.artifacts.blobs.registry import open_blob_store
 from overspill.artifacts.clock import Clock, SystemClock
@@ -62,6 +62,7 @@ from overspill.artifacts.records import (
     Principal,
     TailWindow,
     TextWindow,
+    Window,
 )
 from overspill.artifacts.retention import MAX_RETENTION_S, Forever, effective_policy
 from overspill.artifacts.retention import resolve as resolve_retention
@@ -849,7 +850,7 @@ class ArtifactStore:
     ) -> TextWindow:
         info, content = self._readable(principal, artifact_id)
         limit = self._bound(limit)
-        return reads.text_window(content, offset, limit, complete=info.complete)
+        return _stated(reads.text_window(content, offset, limit, complete=info.complete), info)
 
     def lines(
         self,
@@ -860,9 +861,10 @@ class ArtifactStore:
         max_bytes: int | None = None,
     ) -> LineWindow:
         info, content = self._readable(principal, artifact_id)
-        return reads.line_window(
+        window = reads.line_window(
             content, start, count, max_bytes=self._bound(max_bytes), complete=info.complete
         )
+        return _stated(window, info)
 
     def tail(
         self,
@@ -874,13 +876,14 @@ class ArtifactStore:
         max_bytes: int | None = None,
     ) -> TailWindow:
         info, content = self._readable(principal, artifact_id)
-        return reads.tail(
+        window = reads.tail(
             content,
             lines=lines,
             nbytes=nbytes,
             max_bytes=self._bound(max_bytes),
             complete=info.complete,
         )
+        return _stated(window, info)
 
     def grep(
         self,
@@ -896,9 +899,9 @@ class ArtifactStore:
         max_bytes: int | None = None,
         scan_bytes: int = 256 * 1024 * 1024,
     ) -> GrepResult:
-        reads.compile_pattern(pattern, ignore_case=ignore_case, fixed=fixed)  # fail fast
+        grep.compile_pattern(pattern, ignore_case=ignore_case, fixed=fixed)  # fail fast
         info, content = self._readable(principal, artifact_id)
-        return reads.grep(
+        found = grep.grep(
             content,
             pattern,
             ignore_case=ignore_case,
@@ -910,6 +913,7 @@ class ArtifactStore:
             scan_bytes=scan_bytes,
             complete=info.complete,
         )
+        return _stated(found, info)
 
     def _bound(self, value: int | None) -> int:
         cap = self.settings.read_max_bytes
@@ -985,6 +989,22 @@ class _StoreTarget:
         self._store._finish(
             self._id, self._token, state, self._start + total, sha256, error, source_update
         )
+
+
+_W = TypeVar("_W", bound=Window)
+
+
+def _stated(window: _W, info: ArtifactInfo) -> _W:
+    """Stamp a read with the artifact's state as of the read (sizes from the view)."""
+    size = getattr(window, "size_bytes", 0) or info.size_bytes
+    return window.model_copy(
+        update={
+            "state": info.state,
+            "size_bytes": size,
+            "total_bytes": max(info.total_bytes, size),
+            "error": info.error,
+        }
+    )
 
 
 def _check_retention(value: object) -> None:

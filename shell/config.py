@@ -25,6 +25,9 @@ class ShellSettings(SettingsBase):
     # The compatibility layer: legacy private spill files beside the artifact.
     legacy_spill: bool = True
     spill_sweep_days: float = Field(default=30, ge=0)
+    # Root of the legacy tool-result spill files (default: a private dsh-spill-XXXXXX
+    # directory made under the temp dir on first use).
+    result_spill_dir: str | None = None
     retention_mode: Literal["tail", "head_tail"] = "tail"
     render_mode: Literal["artifact", "legacy"] = "artifact"
     # Names with this prefix are the harness's own and never reach a child.

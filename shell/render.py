@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from overspill.shell.calls import call
 from overspill.shell.results import CollectedOutput
 
 RenderMode = Literal["artifact", "legacy"]
@@ -38,7 +39,9 @@ def truncation_line(out: CollectedOutput, shown: int, mode: RenderMode) -> str:
         reason = out.storage_error.replace("\n", " ").replace("]", ")")
         parts.append(f"artifact unavailable: {reason}")
     elif art is not None:
-        parts.append(f"read more: artifact_read id={art.id} offset=0, or artifact_grep")
+        read = call("artifact_read", id=art.id, offset=0)
+        grep = call("artifact_grep", id=art.id, pattern="<regex>")
+        parts.append(f"read more: {read}, or search: {grep}")
     return "[" + "; ".join(parts) + "]"
 
 
@@ -67,6 +70,16 @@ def render_result(
     timeout_ms: float | None,
 ) -> str:
     body = join_streams(stdout, stderr) or "(no output)"
+    markers = status_markers(
+        exit_code=exit_code, signal=signal, timed_out=timed_out, timeout_ms=timeout_ms
+    )
+    return "\n".join([body, *markers])
+
+
+def status_markers(
+    *, exit_code: int | None, signal: str | None, timed_out: bool, timeout_ms: float | None
+) -> list[str]:
+    """The marker lines that end a rendered result (none for a plain exit 0)."""
     markers = []
     if timed_out:
         markers.append(f"[timed out after {_ms(timeout_ms)}ms]")
@@ -74,7 +87,7 @@ def render_result(
         markers.append(f"[killed by signal: {signal}]")
     elif exit_code not in (0, None):
         markers.append(f"[exit code: {exit_code}]")
-    return "\n".join([body, *markers])
+    return markers
 
 
 def dropped_line(

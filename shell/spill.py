@@ -16,6 +16,7 @@ import stat
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -43,23 +44,28 @@ class SpillDirectory:
         return f"{PREFIX}{os.getpid()}-{n}-{secrets.token_hex(6)}-{stream}.log"
 
 
-class SpillFile:
-    """One stream's legacy spill file. Never raises: trouble disables it."""
+class CappedFile:
+    """A private file that holds a whole stream or nothing: created exclusively
+    (mode 0600, never through a link), discarded rather than reported once the
+    stream passes ``cap`` or a write fails. Never raises: trouble disables it and
+    ``error`` says why."""
 
-    def __init__(self, stream: str, cap: int) -> None:
+    what = "spill file"
+
+    def __init__(self, make_path: Callable[[], Path], cap: int) -> None:
         self._cap = cap
         self._written = 0
         self._fd: int | None = None
         self.path: str | None = None
         self.error: str | None = None
         try:
-            path = SpillDirectory.path() / SpillDirectory.next_name(stream)
+            path = make_path()
             self._fd = os.open(
                 path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
             )
             self.path = str(path)
         except OSError as exc:
-            self.error = f"spill file not created: {exc.strerror}"
+            self.error = f"{self.what} not created: {exc.strerror or exc}"
 
     @property
     def active(self) -> bool:
@@ -70,7 +76,7 @@ class SpillFile:
             return
         if self._written + len(data) > self._cap:
             # Past the cap the file would be incomplete: it is never advertised.
-            self._discard("stream exceeded the spill cap")
+            self._discard(f"stream exceeded the {self.what} cap")
             return
         try:
             view = memoryview(data)
@@ -78,7 +84,7 @@ class SpillFile:
                 view = view[os.write(self._fd, view) :]
             self._written += len(data)
         except OSError as exc:
-            self._discard(f"spill write failed: {exc.strerror}")
+            self._discard(f"{self.what} write failed: {exc.strerror}")
 
     def close(self) -> str | None:
         """Close and return the path to report, or None if it must not be reported."""
@@ -88,7 +94,7 @@ class SpillFile:
         try:
             close_fd(fd)
         except OSError as exc:
-            self.error = f"spill close failed: {exc.strerror}"
+            self.error = f"{self.what} close failed: {exc.strerror}"
             self.path = None
             return None
         return self.path
@@ -107,6 +113,13 @@ class SpillFile:
                 pass
         self.path = None
         self.error = why
+
+
+class SpillFile(CappedFile):
+    """One stream's legacy spill file in the per-process directory."""
+
+    def __init__(self, stream: str, cap: int) -> None:
+        super().__init__(lambda: SpillDirectory.path() / SpillDirectory.next_name(stream), cap)
 
 
 def close_fd(fd: int) -> None:
@@ -143,7 +156,7 @@ def sweep_old_spill_files(max_age_days: float, tmpdir: str | None = None) -> int
                 "spill sweep: skipping %s: not owned by us or writable by others", entry.path
             )
             continue
-        removed += _sweep_dir(entry.path, cutoff)
+        removed += sweep_dir(entry.path, cutoff)
         if own_dir is None or Path(entry.path) != own_dir:
             try:
                 os.rmdir(entry.path)  # only succeeds when empty
@@ -152,7 +165,7 @@ def sweep_old_spill_files(max_age_days: float, tmpdir: str | None = None) -> int
     return removed
 
 
-def _sweep_dir(path: str, cutoff: float) -> int:
+def sweep_dir(path: str, cutoff: float) -> int:
     removed = 0
     try:
         dfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)

@@ -285,7 +285,9 @@ def test_artifact_truncation_line_names_id_sizes_and_keeps_the_spill_path() -> N
         _out("tail", 100, spill_path="/tmp/d/f.log", artifact=ref), 4, "artifact"
     )
     assert line.startswith("[output truncated; full output: /tmp/d/f.log; artifact art_X;")
-    assert "shown last 4 of 100 bytes" in line and "artifact_read id=art_X" in line
+    assert (
+        "shown last 4 of 100 bytes" in line and 'artifact_read {"id": "art_X", "offset": 0}' in line
+    )
     no_spill = truncation_line(_out("tail", 100, artifact=ref), 4, "artifact")
     assert no_spill.startswith("[output truncated; full output: artifact art_X;")
 

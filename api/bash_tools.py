@@ -1,0 +1,176 @@
+"""The ``bash``, ``bash_output`` and ``bash_kill`` tools: the executor as tool calls.
+
+Only a local agent gets these (``overspill mcp`` over stdio): a server never runs
+commands for a remote caller. Foreground and background are the executor's two
+projections; background jobs are kept by id for the life of the process.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any
+
+from overspill.api.tool_args import ToolArgumentError, check_arguments
+from overspill.api.tools import ToolResult
+from overspill.shell import ExecRequest, ExecResult, Executor, InvalidRequest, SpawnError
+from overspill.shell.calls import call
+from overspill.shell.executor import BackgroundJob
+from overspill.shell.render import status_markers
+
+BASH_DEFINITIONS: list[dict[str, Any]] = [
+    {
+        "name": "bash",
+        "description": (
+            "Run a command with bash -c. The answer is its output as you should see it: "
+            "when a stream is longer than the inline limit you get its last part, and the "
+            "whole stream is stored as an artifact whose id and read calls the answer gives. "
+            "With background=true it starts the command and returns a job id at once."
+        ),
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "minLength": 1, "maxLength": 100_000},
+                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600_000},
+                "workdir": {"type": "string", "maxLength": 4096},
+                "background": {"type": "boolean"},
+                "description": {"type": "string", "maxLength": 500},
+            },
+            "required": ["command"],
+            "additionalProperties": False,
+        },
+    },
+    {
+        "name": "bash_output",
+        "description": "What a background job printed since the last read (reads consume).",
+        "input_schema": {
+            "type": "object",
+            "properties": {"job_id": {"type": "string", "maxLength": 100}},
+            "required": ["job_id"],
+            "additionalProperties": False,
+        },
+    },
+    {
+        "name": "bash_kill",
+        "description": "Stop a background job and its whole process tree.",
+        "input_schema": {
+            "type": "object",
+            "properties": {"job_id": {"type": "string", "maxLength": 100}},
+            "required": ["job_id"],
+            "additionalProperties": False,
+        },
+    },
+]
+
+
+class BashTools:
+    def __init__(self, executor: Executor) -> None:
+        self._executor = executor
+        self._jobs: dict[str, BackgroundJob] = {}
+        self._numbers = itertools.count(1)
+        self._lock = threading.Lock()
+        self._schemas = {d["name"]: d["input_schema"] for d in BASH_DEFINITIONS}
+
+    def handle(
+        self, name: str, arguments: object, *, abort: threading.Event | None = None
+    ) -> ToolResult:
+        try:
+            args = check_arguments(name, self._schemas[name], arguments)
+            if name == "bash":
+                return self._bash(args, abort)
+            return self._output(args) if name == "bash_output" else self._kill(args)
+        except (ToolArgumentError, InvalidRequest, SpawnError) as exc:
+            return ToolResult(f"Error: {exc}", True)
+
+    def _bash(self, a: dict[str, Any], abort: threading.Event | None) -> ToolResult:
+        request = ExecRequest(
+            command=a["command"], timeout_ms=a.get("timeout_ms"), workdir=a.get("workdir")
+        )
+        if a.get("background"):
+            job = self._executor.start(request)
+            with self._lock:
+                job_id = f"bash_{next(self._numbers)}"
+                self._jobs[job_id] = job
+            text = (
+                f"started background job {job_id}\n"
+                f"[read its output: {call('bash_output', job_id=job_id)}; stop it: "
+                f"{call('bash_kill', job_id=job_id)}]"
+            )
+            return ToolResult(text, data={"job_id": job_id, "run_id": job.run_id})
+        result = self._executor.run(request, abort=abort)
+        return ToolResult(result.text, data=_structured(result))
+
+    def _job(self, job_id: str) -> BackgroundJob:
+        with self._lock:
+            job = self._jobs.get(job_id)
+        if job is None:
+            known = ", ".join(self._jobs) or "none"
+            raise ToolArgumentError(f"there is no background job {job_id!r} (jobs: {known}).")
+        return job
+
+    def _output(self, a: dict[str, Any]) -> ToolResult:
+        job_id = a["job_id"]
+        job = self._job(job_id)
+        read = job.read_output()
+        text = read.text or "(no new output)"
+        data: dict[str, Any] = {"job_id": job_id, "running": read.running, "lossy": read.lossy}
+        if read.running:
+            text += (
+                f"\n[job {job_id} is still running; read on: {call('bash_output', job_id=job_id)}]"
+            )
+        else:
+            final = job.wait(timeout=5)
+            if final is not None:
+                markers = status_markers(
+                    exit_code=final.exit_code,
+                    signal=final.signal,
+                    timed_out=final.timed_out,
+                    timeout_ms=final.timeout_ms,
+                )
+                text += "\n".join([f"\n[job {job_id} has ended]", *markers])
+                data.update(_structured(final))
+        return ToolResult(text, data=data)
+
+    def _kill(self, a: dict[str, Any]) -> ToolResult:
+        job_id = a["job_id"]
+        job = self._job(job_id)
+        signalled = job.kill()
+        final = job.wait(timeout=30)
+        what = "stopped" if signalled else "had already ended"
+        text = f"job {job_id} {what}"
+        if final is not None:
+            text += f"\n[its output: {call('bash_output', job_id=job_id)}]"
+        return ToolResult(text, data={"job_id": job_id, "signalled": signalled})
+
+    def close(self) -> None:
+        """Stop every job still running (the agent went away)."""
+        with self._lock:
+            jobs = list(self._jobs.values())
+        for job in jobs:
+            job.kill()
+        for job in jobs:
+            job.wait(timeout=10)
+
+
+def _structured(result: ExecResult) -> dict[str, Any]:
+    def stream(out: Any) -> dict[str, Any]:
+        art = out.artifact
+        return {
+            "truncated": out.truncated,
+            "total_bytes": out.total_bytes,
+            "artifact_id": art.id if art else None,
+            "artifact_state": art.state if art else None,
+            "stored_bytes": art.size_bytes if art else None,
+            "storage_error": out.storage_error,
+            "spill_path": out.spill_path,
+        }
+
+    return {
+        "exit_code": result.exit_code,
+        "signal": result.signal,
+        "timed_out": result.timed_out,
+        "aborted": result.aborted,
+        "run_id": result.run_id,
+        "stdout": stream(result.stdout),
+        "stderr": stream(result.stderr),
+    }

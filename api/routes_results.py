@@ -1,0 +1,78 @@
+"""``POST /v1/results``: save any tool's oversized result, get an id and a preview.
+
+The body is the content, streamed (any size, bounded memory); what is known of
+it beforehand rides in the query (``SaveRequest``'s fields, ``source`` as a JSON
+object). The answer carries the head/tail preview a model should see in place
+of the content, and the exact calls that read or search the rest.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from pydantic import ValidationError
+
+from overspill.api.deps import PrincipalDep, StoreDep
+from overspill.api.errors import RESPONSES
+from overspill.api.saved import DEFAULT_BUDGET, ResultSave, SavedResult, SaveRequest
+from overspill.artifacts.errors import InvalidArgument
+
+router = APIRouter(prefix="/v1/results", tags=["results"], responses=RESPONSES)
+
+MAX_SOURCE_CHARS = 16_384
+
+
+def _source(raw: str | None) -> dict[str, Any]:
+    if not raw:
+        return {}
+    if len(raw) > MAX_SOURCE_CHARS:
+        raise InvalidArgument(f"source must be at most {MAX_SOURCE_CHARS} characters")
+    try:
+        source = json.loads(raw)
+    except ValueError:
+        raise InvalidArgument("source must be a JSON object") from None
+    if not isinstance(source, dict):
+        raise InvalidArgument("source must be a JSON object")
+    return source
+
+
+@router.post("", status_code=201, response_model=SavedResult)
+async def save_result(
+    request: Request,
+    store: StoreDep,
+    who: PrincipalDep,
+    tool: str = Query("result", description="The tool that produced it"),
+    name: str | None = Query(None, description="A suggested name"),
+    session_id: str | None = Query(None),
+    media_type: str = Query("text/plain; charset=utf-8"),
+    source: str | None = Query(None, description="More about the source, as a JSON object"),
+    budget: int = Query(DEFAULT_BUDGET, description="Bytes of preview to return"),
+) -> SavedResult:
+    """Store the body as an artifact (kind `result`) and answer with its preview."""
+    try:
+        req = SaveRequest(
+            tool=tool,
+            name=name,
+            session_id=session_id,
+            media_type=media_type,
+            source=_source(source),
+            budget=budget,
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise InvalidArgument(f"{first['loc'][0]}: {first['msg']}") from None
+    save = await run_in_threadpool(
+        lambda: ResultSave(
+            lambda: req.open_writer(store, who),
+            lambda art: store.get(who, art),
+            budget=req.budget,
+        )
+    )
+    async for chunk in request.stream():
+        if chunk:
+            await run_in_threadpool(save.feed, chunk)
+            request.app.state.metrics.bytes_in.inc(len(chunk))
+    return await run_in_threadpool(save.finish)

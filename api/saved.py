@@ -1,0 +1,387 @@
+"""Saving any tool's oversized result as an artifact, and the preview a model sees.
+
+The system overspill replaces spills a tool's too-large result (a web fetch, a
+file read, another MCP tool's answer) to a file and shows the model a head/tail
+preview with a notice naming the file. Here the content streams into an artifact
+instead (never held whole: the preview keeps only a bounded head and tail), and
+the notice names the artifact, its expiry and the exact calls that read or
+search it. Over HTTP the same function runs in the server; the legacy file, when
+the compatibility layer wants one, is written by the caller (``ResultSaver``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from overspill.artifacts.errors import InvalidArgument, OverspillError
+from overspill.artifacts.records import ArtifactInfo
+from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
+from overspill.shell.calls import call
+
+DEFAULT_BUDGET = 50_000
+MIN_BUDGET = 2_000
+MAX_BUDGET = 1_000_000
+_NOTICE_ROOM = 1_200  # bytes kept free for the notice line and its newlines
+_NEAR_LINE = 4  # cut at a newline found within the last (first) quarter of a half
+
+
+class SaveRequest(BaseModel):
+    """What is known of a result before its bytes: one model for the Python API,
+    the HTTP route and the client, so the fields are written once."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tool: str = Field("result", min_length=1, max_length=100)
+    name: str | None = Field(None, max_length=500)
+    session_id: str | None = Field(None, max_length=200)
+    media_type: str = Field("text/plain; charset=utf-8", min_length=1, max_length=200)
+    source: dict[str, Any] = Field(default_factory=dict)
+    budget: int = Field(DEFAULT_BUDGET, ge=MIN_BUDGET, le=MAX_BUDGET)
+
+    def full_source(self) -> dict[str, Any]:
+        return {**self.source, "tool": self.tool}
+
+    def open_writer(self, store: Any, principal: Any) -> Any:
+        return store.open_writer(
+            principal,
+            kind="result",
+            name=self.name,
+            media_type=self.media_type,
+            session_id=self.session_id,
+            source=self.full_source(),
+        )
+
+
+class SavedResult(BaseModel):
+    """What a save returns: the id and the text to put in the model's context."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str | None
+    bytes: int
+    lines: int
+    state: str | None
+    expires_at: datetime | None
+    retrieval_hint: str
+    preview: str
+    omitted_bytes: int
+    legacy_path: str | None = None
+    error: str | None = None
+
+
+class PreviewBuffer:
+    """The first and last ``budget/2`` bytes of a stream, bounded whatever its size."""
+
+    def __init__(self, budget: int) -> None:
+        half = max(1, (budget - _NOTICE_ROOM) // 2)
+        self._head_cap = half
+        self._tail_cap = half
+        self.head = bytearray()
+        self._tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes | bytearray | memoryview) -> None:
+        view = memoryview(chunk)
+        self.total += len(view)
+        room = self._head_cap - len(self.head)
+        if room > 0:
+            self.head += view[:room]
+            view = view[room:]
+        if view:
+            self._tail += view[-self._tail_cap :]
+            if len(self._tail) > 2 * self._tail_cap:
+                del self._tail[: len(self._tail) - self._tail_cap]
+
+    @property
+    def tail(self) -> bytes:
+        return bytes(self._tail[-self._tail_cap :])
+
+    def preview(self, notice: Callable[[int], str], budget: int) -> tuple[str, int]:
+        """The head, the notice (given the omitted byte count) and the tail, within
+        ``budget`` bytes; the whole content when it fits. Returns (text, omitted)."""
+        if self.total <= budget and self.total == len(self.head) + len(self._tail):
+            whole = bytes(self.head) + bytes(self._tail)
+            return whole.decode("utf-8", errors="replace"), 0
+        head = _cut_head(bytes(self.head))
+        tail = _cut_tail(self.tail)
+        for _ in range(4):
+            omitted = self.total - len(head) - len(tail)
+            text = (
+                head.decode("utf-8", errors="replace")
+                + ("" if not head or head.endswith(b"\n") else "\n")
+                + notice(omitted)
+                + "\n"
+                + tail.decode("utf-8", errors="replace")
+            )
+            excess = len(text.encode()) - budget
+            if excess <= 0:
+                return text, omitted
+            # Replacement characters for invalid bytes, or a long notice: shrink both.
+            cut = excess // 2 + 4
+            head = head[: utf8_safe_end(head[: max(0, len(head) - cut)])]
+            tail = tail[min(len(tail), cut) :]
+            tail = tail[utf8_skip_partial(tail) :]
+        return notice(self.total), self.total
+
+
+def _cut_head(data: bytes) -> bytes:
+    nl = data.rfind(b"\n", len(data) - len(data) // _NEAR_LINE)
+    if nl >= 0:
+        return data[: nl + 1]
+    return data[: utf8_safe_end(data)]
+
+
+def _cut_tail(data: bytes) -> bytes:
+    nl = data.find(b"\n", 0, len(data) // _NEAR_LINE)
+    if 0 <= nl < len(data) - 1:
+        return data[nl + 1 :]
+    return data[utf8_skip_partial(data) :]
+
+
+def retrieval_hint(artifact_id: str) -> str:
+    read = call("artifact_read", id=artifact_id, offset=0)
+    grep = call("artifact_grep", id=artifact_id, pattern="<regex>")
+    return (
+        f"Read it with {read} (continue at the offset each answer gives), or search it with {grep}."
+    )
+
+
+def _expiry(info: ArtifactInfo) -> str:
+    if info.pinned or info.expires_at is None:
+        return "kept until deleted"
+    return f"kept until {info.expires_at:%Y-%m-%d %H:%M} UTC"
+
+
+def notice_for(
+    info: ArtifactInfo, legacy_path: str | None = None, legacy_hint: str | None = None
+) -> Callable[[int], str]:
+    """The line that replaces what the preview leaves out (the replaced system's
+    wording, with the artifact added; the legacy path stays right after "at: ")."""
+    where = f"{info.size_bytes} bytes, {info.line_count} lines, {_expiry(info)}" + (
+        "" if info.state == "complete" else f", {info.state}"
+    )
+    hint = retrieval_hint(info.id)
+
+    def notice(omitted: int) -> str:
+        if legacy_path:
+            return (
+                f"(Omitted {omitted} bytes. Full formatted result stored at: {legacy_path}. "
+                f"{legacy_hint} Also stored as artifact://{info.id} ({where}). {hint})"
+            )
+        return (
+            f"(Omitted {omitted} bytes. Full formatted result stored at: artifact://{info.id} "
+            f"({where}). {hint})"
+        )
+
+    return notice
+
+
+Opener = Callable[[], Any]
+"""Returns a started writer (``write(bytes)``, ``close() -> WriteResult``)."""
+
+
+class ResultSave:
+    """One save in progress: ``feed`` chunks, then ``finish``. The sync driver
+    (``save_stream``) and the HTTP route (async body) share it.
+
+    Storage trouble never raises out of ``finish``: the result has ``error`` set
+    and no id, and the caller keeps its original result, as the replaced system
+    does.
+    """
+
+    def __init__(
+        self,
+        open_writer: Opener,
+        get: Callable[[str], ArtifactInfo],
+        *,
+        budget: int = DEFAULT_BUDGET,
+    ) -> None:
+        check_budget(budget)
+        self._get = get
+        self._budget = budget
+        self._buf = PreviewBuffer(budget)
+        self._error: str | None = None
+        self._writer: Any = None
+        try:
+            self._writer = open_writer()
+        except OverspillError as exc:
+            self._error = exc.message
+
+    def feed(self, chunk: bytes) -> None:
+        if not chunk:
+            return
+        self._buf.feed(chunk)
+        if self._error is None:
+            try:
+                self._writer.write(chunk)
+            except OverspillError as exc:
+                self._error = exc.message
+
+    def finish(self) -> SavedResult:
+        info: ArtifactInfo | None = None
+        if self._writer is not None:
+            result = self._writer.close(error=self._error)
+            if result.state == "failed":
+                self._error = self._error or result.error or "storage failed"
+            else:
+                try:
+                    info = self._get(result.id)
+                except OverspillError as exc:
+                    self._error = exc.message
+        if info is None or self._error is not None:
+            return SavedResult(
+                id=None,
+                bytes=self._buf.total,
+                lines=0,
+                state=None,
+                expires_at=None,
+                retrieval_hint="",
+                preview="",
+                omitted_bytes=0,
+                error=f"the result could not be stored: {self._error}",
+            )
+        text, omitted = self._buf.preview(notice_for(info), self._budget)
+        return SavedResult(
+            id=info.id,
+            bytes=info.size_bytes,
+            lines=info.line_count,
+            state=info.state,
+            expires_at=info.expires_at,
+            retrieval_hint=retrieval_hint(info.id),
+            preview=text,
+            omitted_bytes=omitted,
+            error=info.error if info.state != "complete" else None,
+        )
+
+
+def save_stream(
+    open_writer: Opener,
+    get: Callable[[str], ArtifactInfo],
+    chunks: Iterable[bytes],
+    **options: Any,
+) -> SavedResult:
+    """Stream ``chunks`` into a new artifact and build the preview on the way."""
+    save = ResultSave(open_writer, get, **options)
+    for chunk in chunks:
+        save.feed(chunk)
+    return save.finish()
+
+
+def check_budget(budget: int) -> None:
+    if not MIN_BUDGET <= budget <= MAX_BUDGET:
+        raise InvalidArgument(
+            f"budget must be between {MIN_BUDGET} and {MAX_BUDGET} bytes, got {budget}"
+        )
+
+
+def as_chunks(content: bytes | str | Iterable[bytes], size: int = 1024 * 1024) -> Iterator[bytes]:
+    """Any accepted content form as byte chunks (a str is UTF-8 encoded)."""
+    if isinstance(content, str):
+        content = content.encode()
+    if isinstance(content, bytes | bytearray | memoryview):
+        view = memoryview(content)
+        for i in range(0, len(view), size):
+            yield bytes(view[i : i + size])
+        return
+    for chunk in content:
+        yield chunk.encode() if isinstance(chunk, str) else bytes(chunk)
+
+
+class ResultSaver:
+    """The seam any tool calls to put an oversized result behind an id.
+
+    ``save`` streams the content into the store (in-process or a server, through
+    any Backend) and returns the preview for the model. While the compatibility
+    layer is on it also writes the replaced system's legacy file from the same
+    chunks (no second pass) and names it in the notice, right after "stored at: ".
+    """
+
+    def __init__(
+        self,
+        backend: Any,
+        *,
+        session_id: str | None = None,
+        legacy: bool = False,
+        legacy_root: str | None = None,
+        legacy_cap: int = 64 * 1024 * 1024,
+        sweep_days: float = 30,
+    ) -> None:
+        self._backend = backend
+        self._session_id = session_id
+        self._legacy = legacy
+        self._cap = legacy_cap
+        self._root: Any = None
+        if legacy:
+            from overspill.shell.result_spill import LegacyResultRoot, sweep_old_result_files
+
+            self._root = LegacyResultRoot(legacy_root)
+            _sweep_once(sweep_old_result_files, sweep_days, legacy_root)
+
+    def save(
+        self,
+        content: bytes | str | Iterable[bytes],
+        *,
+        tool: str,
+        name: str | None = None,
+        media_type: str = "text/plain; charset=utf-8",
+        source: dict[str, Any] | None = None,
+        budget: int = DEFAULT_BUDGET,
+        session_id: str | None = None,
+    ) -> SavedResult:
+        check_budget(budget)
+        session = session_id or self._session_id
+        legacy_file = None
+        buf = PreviewBuffer(budget)
+        if self._legacy:
+            from overspill.shell.result_spill import LegacyResultFile
+
+            legacy_file = LegacyResultFile(self._root, session, name, self._cap)
+
+        def chunks() -> Iterator[bytes]:
+            for chunk in as_chunks(content):
+                if legacy_file is not None:
+                    legacy_file.write(chunk)
+                    buf.feed(chunk)
+                yield chunk
+
+        request = SaveRequest(
+            tool=tool,
+            name=name,
+            session_id=session,
+            media_type=media_type,
+            source=source or {},
+            budget=budget,
+        )
+        saved: SavedResult = self._backend.save_result(chunks(), request)
+        if legacy_file is None:
+            return saved
+        path = legacy_file.close()
+        if saved.id is None:
+            if path:  # the original result is kept, so the file would only be litter
+                Path(path).unlink(missing_ok=True)
+            return saved
+        if path is None:
+            return saved
+        from overspill.shell.result_spill import LEGACY_HINT
+
+        info = self._backend.get(saved.id)
+        text, omitted = buf.preview(notice_for(info, path, LEGACY_HINT), budget)
+        return saved.model_copy(
+            update={"preview": text, "omitted_bytes": omitted, "legacy_path": path}
+        )
+
+
+_swept: set[str | None] = set()
+
+
+def _sweep_once(sweep: Callable[..., int], days: float, root: str | None) -> None:
+    """The start-up cleanup of old legacy result files, once per root per process."""
+    if root in _swept:
+        return
+    _swept.add(root)
+    sweep(days, root)

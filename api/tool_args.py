@@ -1,0 +1,102 @@
+"""Arguments of the model-facing tools, checked against the schemas they publish.
+
+A model copies ids out of markers and answers with whatever punctuation stood
+around them, in any case, or as ``artifact://art_…``; ``parse_id`` takes all of
+those. Every other argument is checked against the tool's own JSON schema (the
+one the model was shown), so unknown names, wrong types and out-of-range values
+are refused with a plain sentence instead of being silently ignored or clamped.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from overspill.artifacts.ids import check_artifact_id
+
+
+class ToolArgumentError(ValueError):
+    """A tool call whose arguments do not fit the tool's schema."""
+
+
+_ID_IN_TEXT = re.compile(r"(?i)(?:artifact://)?(art_[0-9a-z]{26})")
+_STRIP = " \t\r\n[](){}<>;:,.'\"`"
+
+
+def parse_id(value: object) -> str:
+    """The canonical id from a string as a model may quote it, or from any
+    record with an ``id`` (an ``ArtifactRef``, an ``ArtifactInfo``)."""
+    ref = getattr(value, "id", None)
+    if isinstance(ref, str):
+        value = ref
+    if not isinstance(value, str):
+        raise ToolArgumentError(
+            "'id' must be a string holding an artifact id such as art_01JF8Z3K9Q2M4V6W8X0Y2Z4A6B"
+        )
+    text = value.strip(_STRIP)
+    m = _ID_IN_TEXT.fullmatch(text)
+    if m is None:
+        raise ToolArgumentError(
+            f"'id' is not an artifact id: {value[:80]!r}. Ids are art_ followed by 26 "
+            "letters and digits, as printed in the output marker."
+        )
+    canonical = "art_" + m.group(1)[4:].upper()
+    try:
+        return check_artifact_id(canonical)
+    except ValueError:
+        raise ToolArgumentError(f"'id' is not an artifact id: {value[:80]!r}") from None
+
+
+def check_arguments(tool: str, schema: dict[str, Any], arguments: object) -> dict[str, Any]:
+    """``arguments`` validated against ``schema`` (the subset our tools use:
+    object of integer, boolean and string properties with bounds)."""
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise ToolArgumentError(f"{tool} takes a JSON object of arguments")
+    props: dict[str, Any] = schema.get("properties", {})
+    unknown = sorted(set(arguments) - set(props))
+    if unknown:
+        names = ", ".join(repr(u) for u in unknown)
+        raise ToolArgumentError(f"{tool} has no argument {names}; it takes {', '.join(props)}.")
+    missing = [r for r in schema.get("required", []) if r not in arguments]
+    if missing:
+        raise ToolArgumentError(f"{tool} needs {', '.join(repr(m) for m in missing)}.")
+    out: dict[str, Any] = {}
+    for name, value in arguments.items():
+        out[name] = _check(name, props[name], value)
+    return out
+
+
+def _check(name: str, spec: dict[str, Any], value: Any) -> Any:
+    if name == "id":
+        return parse_id(value)
+    kind = spec.get("type")
+    if kind == "integer":
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ToolArgumentError(f"'{name}' must be a whole number, got {value!r}.")
+        lo, hi = spec.get("minimum"), spec.get("maximum")
+        if lo is not None and value < lo:
+            raise ToolArgumentError(f"'{name}' must be at least {lo}, got {value}.")
+        if hi is not None and value > hi:
+            raise ToolArgumentError(f"'{name}' must be at most {hi}, got {value}.")
+        return value
+    if kind == "boolean":
+        if not isinstance(value, bool):
+            raise ToolArgumentError(f"'{name}' must be true or false, got {value!r}.")
+        return value
+    if kind == "string":
+        if not isinstance(value, str):
+            raise ToolArgumentError(f"'{name}' must be a string, got {value!r}.")
+        lo, hi = spec.get("minLength"), spec.get("maxLength")
+        if lo is not None and len(value) < lo:
+            raise ToolArgumentError(f"'{name}' must not be empty.")
+        if hi is not None and len(value) > hi:
+            raise ToolArgumentError(f"'{name}' must be at most {hi} characters long.")
+        if "enum" in spec and value not in spec["enum"]:
+            raise ToolArgumentError(f"'{name}' must be one of {', '.join(spec['enum'])}.")
+        return value
+    return value

@@ -1,0 +1,208 @@
+"""The result-spill seam for any tool: content streams into an artifact, the model
+gets a bounded head/tail preview whose notice names the id, the expiry and the
+calls that read the rest; the legacy file is written while the layer is on."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from overspill.api.backend import Backend, LocalBackend
+from overspill.api.client import OverspillClient
+from overspill.api.saved import PreviewBuffer, ResultSaver
+from overspill.artifacts.errors import InvalidArgument
+from overspill.artifacts.store import ArtifactStore
+from overspill.shell.calls import find_calls
+from overspill.shell.result_spill import (
+    LegacyResultRoot,
+    safe_name,
+    session_dir_name,
+    sweep_old_result_files,
+)
+from tests.api_helpers import live_server, make_api
+from tests.helpers import ALICE
+
+
+@pytest.fixture(params=["in-process", "http"])
+def backend(request: pytest.FixtureRequest, store: ArtifactStore) -> Iterator[Backend]:
+    if request.param == "in-process":
+        yield LocalBackend(store, ALICE)
+    else:
+        api = make_api(store)
+        with live_server(api.app) as url, OverspillClient(url, api.alice) as client:
+            yield client
+
+
+def chunks(data: bytes, size: int = 7777) -> Iterator[bytes]:
+    for i in range(0, len(data), size):
+        yield data[i : i + size]
+
+
+def stored(backend: Backend, art: str) -> bytes:
+    return b"".join(backend.iter_content(art))
+
+
+def test_saved_content_comes_back_byte_exact_with_its_counts(backend: Backend) -> None:
+    data = "".join(f"{i} ✓ ok\n" for i in range(30000)).encode()
+    saved = ResultSaver(backend, session_id="conv").save(
+        chunks(data), tool="web_fetch", name="page.txt", source={"url": "http://127.0.0.1/x"}
+    )
+    assert saved.id and saved.bytes == len(data) and saved.lines == 30000
+    assert stored(backend, saved.id) == data
+    info = backend.get(saved.id)
+    assert info.kind == "result" and info.name == "page.txt" and info.session_id == "conv"
+    assert info.source == {"url": "http://127.0.0.1/x", "tool": "web_fetch"}
+
+
+def test_the_notice_is_pinned_whole(backend: Backend) -> None:
+    data = b"".join(b"%05d\n" % i for i in range(20000))
+    saved = ResultSaver(backend).save(data, tool="t", budget=2000)
+    info = backend.get(saved.id or "")
+    expiry = f"{info.expires_at:%Y-%m-%d %H:%M}"
+    head, notice, tail = saved.preview.split("\n(Omitted ")[0], None, None
+    notice = saved.preview.split("\n")[len(head.split("\n"))]
+    assert notice == (
+        f"(Omitted {saved.omitted_bytes} bytes. Full formatted result stored at: "
+        f"artifact://{saved.id} (120000 bytes, 20000 lines, kept until {expiry} UTC). "
+        f'Read it with artifact_read {{"id": "{saved.id}", "offset": 0}} (continue at the '
+        f'offset each answer gives), or search it with artifact_grep {{"id": "{saved.id}", '
+        f'"pattern": "<regex>"}}.)'
+    )
+    tail = saved.preview.split(notice + "\n")[1]
+    assert data.startswith((head + "\n").encode()) and data.endswith(tail.encode())
+    assert saved.omitted_bytes == len(data) - len(head) - 1 - len(tail)
+    assert head.endswith("\n") is False and tail.startswith("1")  # cut at line boundaries
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["ascii", "multibyte", "one-giant-line"],
+)
+def test_the_preview_stays_within_its_budget(backend: Backend, kind: str) -> None:
+    data = {
+        "ascii": b"abc def\n" * 40000,
+        "multibyte": "日本語のテキスト😀\n".encode() * 20000,
+        "one-giant-line": "é".encode() * 200_000,
+    }[kind]
+    for budget in (2000, 50_000):
+        saved = ResultSaver(backend).save(chunks(data), tool="t", budget=budget)
+        assert saved.id and len(saved.preview.encode()) <= budget
+        assert "\ufffd" not in saved.preview  # never cut inside a character
+        assert saved.omitted_bytes > 0
+        assert stored(backend, saved.id) == data
+
+
+def test_content_that_fits_is_its_own_preview(backend: Backend) -> None:
+    saved = ResultSaver(backend).save("small result\n", tool="t")
+    assert saved.preview == "small result\n" and saved.omitted_bytes == 0
+
+
+def test_a_budget_outside_the_bounds_is_refused(backend: Backend) -> None:
+    with pytest.raises(InvalidArgument):
+        ResultSaver(backend).save("x", tool="t", budget=10)
+
+
+def test_a_storage_failure_keeps_nothing_and_says_why(store: ArtifactStore, tmp_path: Path) -> None:
+    from tests.test_store import _break_blob_backend
+
+    _break_blob_backend(store)
+    saver = ResultSaver(LocalBackend(store, ALICE), legacy=True, legacy_root=str(tmp_path / "r"))
+    saved = saver.save(b"x" * 20_000_000, tool="t")
+    assert saved.id is None and saved.preview == ""
+    assert saved.error and saved.error.startswith("the result could not be stored: ")
+    # The original result is the caller's to keep; no legacy file is left behind.
+    assert not any(p.is_file() for p in (tmp_path / "r").rglob("*"))
+
+
+def test_the_legacy_file_has_the_replaced_layout_and_modes(
+    store: ArtifactStore, tmp_path: Path
+) -> None:
+    root = tmp_path / "spill"
+    saver = ResultSaver(
+        LocalBackend(store, ALICE), session_id="sess", legacy=True, legacy_root=str(root)
+    )
+    data = b"row\n" * 50_000
+    saved = saver.save(chunks(data), tool="read_file", name="/etc/../a b/report.log")
+    path = Path(saved.legacy_path or "")
+    assert path.parent == root / session_dir_name("sess")
+    assert path.parent.name == "session-" + __import__("hashlib").sha256(b"sess").hexdigest()[:12]
+    assert len(path.name.split("-", 1)[0]) == 12 and path.name.endswith("-report.log")
+    assert path.read_bytes() == data
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+    assert f"Full formatted result stored at: {path}. " in saved.preview
+    assert f"Also stored as artifact://{saved.id} " in saved.preview
+    (name, args), _ = find_calls(saved.preview)
+    assert name == "artifact_read" and args == {"id": saved.id, "offset": 0}
+
+
+def test_the_default_legacy_root_is_a_private_temp_directory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(LegacyResultRoot, "_made", None)
+    root = LegacyResultRoot().path()
+    assert root.parent == tmp_path and root.name.startswith("dsh-spill-") and len(root.name) == 16
+    assert stat.S_IMODE(os.stat(root).st_mode) == 0o700
+
+
+def test_safe_names_are_one_harmless_segment() -> None:
+    assert safe_name("../../etc/passwd") == "passwd"
+    assert safe_name("a b;c.txt") == "a_b_c.txt"
+    assert safe_name("..") == "result.txt" and safe_name(None) == "result.txt"
+    assert safe_name("C:\\temp\\x.json") == "x.json"
+
+
+def test_the_startup_sweep_only_deletes_old_regular_files_in_session_dirs(tmp_path: Path) -> None:
+    root = tmp_path / "dsh-spill-AbC123"
+    session = root / "session-0123456789ab"
+    session.mkdir(parents=True, mode=0o700)
+    root.chmod(0o700)
+    old = time.time() - 40 * 86400
+    stale, fresh = session / "aaaaaaaaaaaa-old.txt", session / "bbbbbbbbbbbb-new.txt"
+    stale.write_text("old")
+    fresh.write_text("new")
+    os.utime(stale, (old, old))
+    outside = root / "notes.txt"  # not in a session directory: never touched
+    outside.write_text("keep")
+    os.utime(outside, (old, old))
+    elsewhere = tmp_path / "precious"
+    elsewhere.write_text("keep")
+    link = session / "cccccccccccc-link"
+    link.symlink_to(elsewhere)
+    os.utime(link, (old, old), follow_symlinks=False)
+    lonely = root / "session-ba9876543210"
+    lonely.mkdir(mode=0o700)
+    gone = lonely / "dddddddddddd-x"
+    gone.write_text("x")
+    os.utime(gone, (old, old))
+    assert sweep_old_result_files(30, tmpdir=str(tmp_path)) == 2
+    assert not stale.exists() and fresh.exists() and outside.exists() and link.is_symlink()
+    assert elsewhere.read_text() == "keep" and not lonely.exists()  # emptied, then pruned
+    assert sweep_old_result_files(0, tmpdir=str(tmp_path)) == 0  # 0 disables
+
+
+def test_the_sweep_skips_roots_writable_by_others(tmp_path: Path) -> None:
+    root = tmp_path / "dsh-spill-XyZ789"
+    session = root / "session-0123456789ab"
+    session.mkdir(parents=True)
+    root.chmod(0o777)
+    victim = session / "aaaaaaaaaaaa-x"
+    victim.write_text("x")
+    old = time.time() - 40 * 86400
+    os.utime(victim, (old, old))
+    assert sweep_old_result_files(30, tmpdir=str(tmp_path)) == 0 and victim.exists()
+
+
+def test_the_preview_buffer_keeps_only_its_bound() -> None:
+    buf = PreviewBuffer(4000)
+    for _ in range(1000):
+        buf.feed(b"z" * 10_000)
+    assert buf.total == 10_000_000 and len(buf.head) <= 2000 and len(buf.tail) <= 2000
