@@ -11,6 +11,7 @@ import argparse
 import json
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
@@ -323,11 +324,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         timeout_ms=args.timeout_ms,
         max_output_bytes=args.max_output_bytes,
     )
-    result = Executor(shell_settings, sink).run(request)
+    abort, received = _abort_on_signals()
+    result = Executor(shell_settings, sink).run(request, abort=abort)
     if args.json:
         print(json.dumps(result.contract_json()))
     else:
         sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
+    if received:
+        return 128 + received[0]
     if result.timed_out:
         return 124
     if result.signal:
@@ -336,6 +340,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         except KeyError:
             return 128
     return result.exit_code or 0
+
+
+def _abort_on_signals() -> tuple[threading.Event, list[int]]:
+    """SIGINT, SIGTERM and SIGHUP abort the command instead of killing us: its
+    whole tree is ended (TERM, grace, KILL), the artifacts are closed with what
+    was captured, and the model still gets its text. Returns the abort event and
+    the signals received (the first decides the exit status, 128+N)."""
+    abort = threading.Event()
+    received: list[int] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        received.append(signum)
+        abort.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+    return abort, received
 
 
 def _sink(client: ClientSettings, shell_settings: Any) -> Any:

@@ -118,7 +118,7 @@ class _Job:
         self.stderr = executor._collector("stderr", spec.stderr_window, source)
         env = child_environment(executor._parent_env, spec.env, self.settings.reserved_env_prefix)
         self.started = time.monotonic()
-        self.tree: ProcessTree = spawn(spec.command, spec.cwd, env, spec.stdin)
+        self.tree: ProcessTree = spawn(spec.command, spec.cwd, env, spec.stdin, spec.grace_s)
         self.pump = Pump(self.tree, self.stdout.feed, self.stderr.feed)
         self.cause: str | None = None
         self._cause_lock = threading.Lock()

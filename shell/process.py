@@ -25,10 +25,62 @@ class SpawnError(RuntimeError):
     """The command could not be started at all (missing workdir, no bash)."""
 
 
+# The watchdog's whole program: wait for "ok" on stdin; anything else (EOF because
+# overspill died, SIGKILL included) ends the command's group, TERM then KILL.
+_WATCHDOG = (
+    'read -r x; [ "$x" = ok ] && exit 0; kill -TERM -- "-$1" 2>/dev/null || exit 0; '
+    'sleep "$2"; kill -KILL -- "-$1" 2>/dev/null; exit 0'
+)
+
+
+class Watchdog:
+    """Ends the command's process group if overspill itself dies.
+
+    A signal overspill can catch is handled in-process (the tree is ended with
+    the contract's TERM -> grace -> KILL); SIGKILL or a crash cannot be caught,
+    and PR_SET_PDEATHSIG would reach only bash, not its children. So a tiny bash
+    in a session of its own holds the read end of a pipe whose write end only
+    overspill has: the kernel closes it when overspill dies, however it dies,
+    and the watchdog then ends the group. On a normal finish overspill writes
+    "ok" and the watchdog exits without touching anything."""
+
+    def __init__(self, pgid: int, grace_s: float) -> None:
+        read, self._write = os.pipe()
+        try:
+            self._popen: subprocess.Popen[bytes] | None = subprocess.Popen(
+                ["bash", "-c", _WATCHDOG, "overspill-watchdog", str(pgid), f"{grace_s:.3f}"],
+                stdin=read,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+                close_fds=True,
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            )
+        except OSError:  # no watchdog: the tree is still ended on every caught signal
+            self._popen = None
+        finally:
+            os.close(read)
+
+    def disarm(self) -> None:
+        """The tree was dealt with here: tell the watchdog to leave it alone."""
+        if self._write < 0:
+            return
+        fd, self._write = self._write, -1
+        try:
+            os.write(fd, b"ok\n")
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        if self._popen is not None:
+            self._popen.wait()
+
+
 class ProcessTree:
-    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+    def __init__(self, popen: subprocess.Popen[bytes], grace_s: float = 3.0) -> None:
         self.popen = popen
         self.pgid = popen.pid  # start_new_session: the leader's pid is the group id
+        self.watchdog = Watchdog(self.pgid, grace_s)
         self._gone = False
         self._lock = threading.Lock()
         self._pidfd: int | None = None
@@ -53,6 +105,7 @@ class ProcessTree:
         return self.popen.poll() is not None
 
     def close(self) -> None:
+        self.watchdog.disarm()
         if self._pidfd is not None:
             os.close(self._pidfd)
             self._pidfd = None
@@ -103,7 +156,9 @@ class ProcessTree:
         self.signal(signal.SIGKILL)
 
 
-def spawn(command: str, cwd: str, env: Mapping[str, str], stdin: bytes | None) -> ProcessTree:
+def spawn(
+    command: str, cwd: str, env: Mapping[str, str], stdin: bytes | None, grace_s: float = 3.0
+) -> ProcessTree:
     if not os.path.isdir(cwd):
         raise SpawnError(f"workdir does not exist or is not a directory: {cwd}")
     try:
@@ -126,7 +181,7 @@ def spawn(command: str, cwd: str, env: Mapping[str, str], stdin: bytes | None) -
     if stdin is not None:
         assert popen.stdin is not None
         threading.Thread(target=_feed_stdin, args=(popen.stdin, stdin), daemon=True).start()
-    return ProcessTree(popen)
+    return ProcessTree(popen, grace_s)
 
 
 def _widen_pipe(pipe: object) -> None:
