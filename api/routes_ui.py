@@ -59,7 +59,7 @@ class _Asset:
 def _load_assets() -> dict[str, _Asset]:
     """Every file shipped in api/static, read once; nothing else is ever served."""
     assets: dict[str, _Asset] = {}
-    for entry in resources.files("api").joinpath("static").iterdir():
+    for entry in resources.files("overspill.api").joinpath("static").iterdir():
         suffix = "." + entry.name.rsplit(".", 1)[-1]
         if entry.is_file() and suffix in _TYPES:
             body = entry.read_bytes()

@@ -64,6 +64,8 @@ for generic in ("api", "shell", "artifacts", "migrations"):
     raise SystemExit(f"{generic} is importable")
 from overspill.artifacts.db.engine import MIGRATIONS_DIR
 assert (MIGRATIONS_DIR / "env.py").is_file(), MIGRATIONS_DIR
+from overspill.api.app import create_app
+create_app()  # the UI's assets and the MCP endpoint resolve inside the package
 print("ok")
 """
 
