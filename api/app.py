@@ -19,6 +19,7 @@ from overspill.api import (
     routes_results,
     routes_ui,
 )
+from overspill.api.followers import DEFAULT_PER_PRINCIPAL, FollowerLimit
 from overspill.api.metrics import Metrics
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.records import Principal
@@ -26,7 +27,10 @@ from overspill.artifacts.store import ArtifactStore
 
 
 def create_app(
-    store: ArtifactStore | None = None, settings: StoreSettings | None = None
+    store: ArtifactStore | None = None,
+    settings: StoreSettings | None = None,
+    *,
+    max_followers: int = DEFAULT_PER_PRINCIPAL,
 ) -> FastAPI:
     owns_store = store is None
 
@@ -48,6 +52,7 @@ def create_app(
     )
     app.state.store = store
     app.state.metrics = Metrics()
+    app.state.followers = FollowerLimit(max_followers)
     errors.install(app)
     app.include_router(routes_artifacts.router)
     app.include_router(routes_results.router)

@@ -7,11 +7,13 @@
 from __future__ import annotations
 
 import builtins
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
 from overspill.api.saved import SavedResult, SaveRequest, save_stream
 from overspill.artifacts.audit import AuditEntry
+from overspill.artifacts.follow import Backoff
 from overspill.artifacts.policies import PolicySpec, PolicyView, Preview
 from overspill.artifacts.records import (
     ArtifactInfo,
@@ -111,8 +113,26 @@ class LocalBackend:
     def iter_content(
         self, artifact_id: str, start: int = 0, end: int | None = None, *, follow: bool = False
     ) -> Iterator[bytes]:
+        if follow:
+            return self._follow(artifact_id, start, end)
         _, content = self.store.open_content(self.principal, artifact_id)
         return content.iter_range(start, content.size if end is None else end)
+
+    def _follow(self, artifact_id: str, start: int, end: int | None) -> Iterator[bytes]:
+        """Bytes as they are stored, until the writer finishes (or ``end``)."""
+        pos, backoff = start, Backoff()
+        while True:
+            info, content = self.store.open_content(self.principal, artifact_id)
+            stop = content.size if end is None else min(end, content.size)
+            if stop > pos:
+                for chunk in content.iter_range(pos, stop):
+                    pos += len(chunk)
+                    yield chunk
+                backoff.reset()
+            elif info.complete or (end is not None and pos >= end):
+                return
+            else:
+                time.sleep(backoff.next_wait())
 
     def text(self, artifact_id: str, offset: int = 0, limit: int = 65536) -> TextWindow:
         return self.store.text(self.principal, artifact_id, offset, limit)

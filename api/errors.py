@@ -27,6 +27,7 @@ from overspill.artifacts.errors import (
     PermissionDenied,
     QuotaExceeded,
     StorageUnavailable,
+    TooManyRequests,
 )
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ STATUS: list[tuple[type[OverspillError], int]] = [
     (QuotaExceeded, 413),
     (PermissionDenied, 403),
     (StorageUnavailable, 503),
+    (TooManyRequests, 429),
     (ConfigurationError, 503),
 ]
 

@@ -6,11 +6,11 @@ owner's artifact is a 404 exactly like a missing one, on every route.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+import anyio
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
@@ -20,6 +20,7 @@ from overspill.api.deps import PrincipalDep, ReaderDep, StoreDep, bearer_secret,
 from overspill.api.errors import RESPONSES, ErrorBody, error_response
 from overspill.api.ranges import RangeNotSatisfiable, parse_range
 from overspill.artifacts.errors import InvalidArgument, OverspillError, StorageUnavailable
+from overspill.artifacts.follow import Backoff
 from overspill.artifacts.records import (
     ArtifactInfo,
     ArtifactPage,
@@ -33,7 +34,6 @@ from overspill.artifacts.retention import MAX_RETENTION_S
 router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"], responses=RESPONSES)
 
 _ARTIFACT_ID = Annotated[str, Field(description="Artifact id (art_ + 26 base32 characters)")]
-_FOLLOW_POLL_S = 0.25
 
 
 class CreateArtifact(BaseModel):
@@ -278,8 +278,9 @@ def download_content(
             return Response(status_code=304, headers=headers)
     metrics = request.app.state.metrics
     if follow and not info.complete:
+        release = request.app.state.followers.acquire(who.name)
         return StreamingResponse(
-            _follow(store, who, artifact_id, metrics),
+            _follow(store, who, artifact_id, metrics, release),
             media_type=_content_type(info.media_type),
             headers=headers,
         )
@@ -340,22 +341,33 @@ def _counted(chunks: Iterator[bytes], metrics: Any) -> Iterator[bytes]:
         yield chunk
 
 
-def _follow(store: Any, who: Any, artifact_id: str, metrics: Any) -> Iterator[bytes]:
+async def _follow(
+    store: Any, who: Any, artifact_id: str, metrics: Any, release: Any
+) -> AsyncIterator[bytes]:
+    """Stream a writing artifact as it grows. Waits on the event loop (a worker
+    thread is borrowed only for each bounded read), so followers never park
+    threads; ``release`` frees the follower's slot however the stream ends."""
     pos = 0
-    while True:
-        try:
-            info, content = store.open_content(who, artifact_id)
-        except OverspillError:
-            return
-        if content.size > pos:
-            for chunk in content.iter_range(pos, content.size):
-                pos += len(chunk)
-                metrics.bytes_out.inc(len(chunk))
-                yield chunk
-        elif info.complete:
-            return
-        else:
-            time.sleep(_FOLLOW_POLL_S)
+    backoff = Backoff()
+    try:
+        while True:
+            try:
+                info, content = await run_in_threadpool(store.open_content, who, artifact_id)
+            except OverspillError:
+                return
+            if content.size > pos:
+                chunks = content.iter_range(pos, content.size)
+                while (chunk := await run_in_threadpool(next, chunks, None)) is not None:
+                    pos += len(chunk)
+                    metrics.bytes_out.inc(len(chunk))
+                    yield chunk
+                backoff.reset()
+            elif info.complete:
+                return
+            else:
+                await anyio.sleep(backoff.next_wait())
+    finally:
+        release()
 
 
 @router.get(

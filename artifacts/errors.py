@@ -86,3 +86,9 @@ class StorageUnavailable(OverspillError):
     """The blob store or the database could not be reached or refused the operation."""
 
     code = "storage_unavailable"
+
+
+class TooManyRequests(OverspillError):
+    """The principal already holds as many of these long requests as allowed."""
+
+    code = "too_many_requests"
