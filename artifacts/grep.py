@@ -1,11 +1,12 @@
 """grep over an artifact's bytes, at the speed of the regex engine.
 
-RE2 runs over large byte blocks (never per decoded line): with ``never_nl`` a
+RE2 runs over the content's chunks in place (never per decoded line, no
+copies; 1 MiB on the local backend): with ``never_nl`` a
 match cannot cross a line, and ``(?m)`` makes ``^``/``$`` line anchors, so a
 block search finds what a line-by-line grep finds. Line boundaries and numbers
 are worked out only around matches (newlines between matches are counted with a
 vectorised count). A match anywhere on a line of any length is found: a line
-longer than a block is searched piece by piece with an overlap of
+longer than a chunk is searched piece by piece with an overlap of
 ``OVERLAP`` bytes, so only a single match longer than that could be missed where
 two pieces meet. Each matching line comes back whole when it is short, else as
 a window of ``line_cap`` bytes around the first match (``Line.window_offset``
@@ -22,15 +23,16 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass
+from typing import Any
 
 import re2
 
 from overspill.artifacts.content import Content
 from overspill.artifacts.errors import InvalidArgument, InvalidRange
+from overspill.artifacts.gc_pause import cyclic_gc_paused
 from overspill.artifacts.newlines import count_newlines
-from overspill.artifacts.records import GrepMatch, GrepResult, Line
+from overspill.artifacts.records import GrepResult
 
-BLOCK = 4 * 1024 * 1024
 OVERLAP = 64 * 1024
 MAX_SPANS = 50
 MAX_PROGRAM = 2_000  # RE2 program size: bounds the cost per byte of a pattern
@@ -45,6 +47,7 @@ def compile_pattern(pattern: str, *, ignore_case: bool, fixed: bool) -> re2._Reg
     options.literal = fixed
     options.never_nl = True
     options.log_errors = False
+    options.never_capture = True  # only where a match is, never what a group held
     source = pattern.encode() if fixed else b"(?m)" + pattern.encode()
     try:
         regex = re2.compile(source, options)
@@ -74,7 +77,7 @@ class _Grep:
     def __init__(
         self,
         content: Content,
-        regex: re2._Regexp,
+        regex: _Finder,
         *,
         context: int,
         max_matches: int,
@@ -87,7 +90,9 @@ class _Grep:
         self.max_matches = max_matches
         self.max_bytes = max_bytes
         self.line_cap = line_cap
-        self.matches: list[GrepMatch] = []
+        # Plain dicts, validated into records once at the end: building thousands
+        # of pydantic objects one by one cost more than the search itself.
+        self.matches: list[dict[str, Any]] = []
         self.used = 0
         # The block being searched: most lines a match needs are inside it.
         self.base = 0
@@ -101,24 +106,30 @@ class _Grep:
 
     # -- lines around a match, read back by offset (bounded, only on hits) ------------
 
-    def line_at(self, number: int, start: int, end: int, first: tuple[int, int] | None) -> Line:
+    def line_at(
+        self, number: int, start: int, end: int, first: tuple[int, int] | None
+    ) -> dict[str, Any]:
         return self._line(number, start, end, first)[0]
 
     def _line(
         self, number: int, start: int, end: int, first: tuple[int, int] | None
-    ) -> tuple[Line, bytes, int]:
+    ) -> tuple[dict[str, Any], bytes, int]:
         """Line ``number`` at [start, end): whole if short, else a window of
         ``line_cap`` bytes around ``first`` (or its start). Also the raw bytes
         shown and the offset they start at."""
         if end - start <= self.line_cap:
             data = self.read(start, end)
-            return Line(number=number, offset=start, text=_decode(data)), data, start
+            return {"number": number, "offset": start, "text": _decode(data)}, data, start
         lo = start if first is None else max(start, first[0] - self.line_cap // 4)
         hi = min(end, lo + self.line_cap)
         data = self.read(lo, hi)
-        line = Line(
-            number=number, offset=start, text=_decode(data), truncated=True, window_offset=lo
-        )
+        line = {
+            "number": number,
+            "offset": start,
+            "text": _decode(data),
+            "truncated": True,
+            "window_offset": lo,
+        }
         return line, data, lo
 
     def _line_bounds_before(self, start: int) -> tuple[int, int] | None:
@@ -157,8 +168,8 @@ class _Grep:
             pos += len(piece)
         return size
 
-    def before(self, hit: _Hit) -> list[Line]:
-        lines: deque[Line] = deque()
+    def before(self, hit: _Hit) -> list[dict[str, Any]]:
+        lines: deque[dict[str, Any]] = deque()
         start = hit.start
         for k in range(1, self.context + 1):
             bounds = self._line_bounds_before(start)
@@ -168,7 +179,7 @@ class _Grep:
             start = bounds[0]
         return list(lines)
 
-    def after(self, hit: _Hit) -> tuple[list[Line], int]:
+    def after(self, hit: _Hit) -> tuple[list[dict[str, Any]], int]:
         """Context lines after the hit, and the offset just past the last one."""
         lines = []
         pos = hit.end + 1
@@ -191,12 +202,10 @@ class _Grep:
             return None
         before = self.before(hit) if self.context else []
         after, past = self.after(hit) if self.context else ([], hit.end + 1)
-        spans = [
-            (_chars(raw, s - base), _chars(raw, e - base))
-            for s, e in hit.spans
-            if base <= s and e <= base + len(raw)
-        ]
-        self.matches.append(GrepMatch(line=line, before=before, after=after, spans=spans))
+        inside = [(s - base, e - base) for s, e in hit.spans if base <= s and e <= base + len(raw)]
+        if not raw.isascii():  # spans count characters of the shown text
+            inside = [(_chars(raw, s), _chars(raw, e)) for s, e in inside]
+        self.matches.append({"line": line, "before": before, "after": after, "spans": inside})
         self.used += cost
         return past
 
@@ -237,7 +246,7 @@ def grep(
         raise InvalidArgument(f"max_matches must be >= 1, got {max_matches}")
     if offset < 0:
         raise InvalidRange(f"offset must be >= 0, got {offset}")
-    regex = compile_pattern(pattern, ignore_case=ignore_case, fixed=fixed)
+    regex = _Finder(compile_pattern(pattern, ignore_case=ignore_case, fixed=fixed))
     size = content.size
     start = min(offset, size)
     g = _Grep(
@@ -249,105 +258,172 @@ def grep(
         line_cap=min(line_cap, max_bytes),
     )
     deadline = time.monotonic() + time_budget_s
-    number = content.line_number_at(start)  # the line that holds ``pos``
-    line_start = start  # where that line starts (or the scan started)
-    pos = start
+    scan = _Scan(g, start, content.line_number_at(start))
+    with cyclic_gc_paused():
+        resume, stopped = _run(scan, content, start, size, scan_bytes, deadline)
+        next_offset = size if resume is None else resume
+        return GrepResult.model_validate(
+            {
+                "artifact_id": content.artifact_id,
+                "pattern": pattern,
+                "matches": g.matches,
+                "scanned_from": start,
+                "next_offset": next_offset,
+                "eof": not stopped and next_offset >= size,
+                "complete": complete,
+                "truncated": stopped,
+            }
+        )
+
+
+def _run(
+    scan: _Scan, content: Content, start: int, size: int, scan_bytes: int, deadline: float
+) -> tuple[int | None, bool]:
+    """Feed the chunks; (resume offset or None at the end, stopped early)."""
     stopped = False
-    carry = b""  # the tail of a line longer than a block, searched again with the next piece
-    while pos < size:
-        block = content.read(pos, min(size, pos + BLOCK))
-        cut = block.rfind(b"\n") + 1 if pos + len(block) < size else len(block)
-        if cut == 0:  # no newline in a whole block: part of one very long line
-            data = carry + block
-            m = regex.search(data)
-            if m is None:
-                carry = data[-OVERLAP:]
-                pos += len(block)
-                if time.monotonic() > deadline:
-                    stopped = True
-                    break
-                continue
-            base = pos - len(carry)
-            g.base, g.data = base, data
-            end = g._line_end(base + m.end())
-            hit = _Hit(
-                number,
-                line_start,
-                end,
-                (base + m.start(), base + m.end()),
-                [(base + m.start(), base + m.end())],
-            )
-            past = g.record(hit)
-            if past is None:
-                stopped = True
-                pos = line_start
-                break
-            carry = b""
-            number += 1 + count_newlines(content.read(end + 1, past)) if past > end + 1 else 1
-            pos = line_start = past
-            if len(g.matches) >= max_matches:
-                stopped = pos < size
-                break
-            continue
-        data = carry + block[:cut]
-        base = pos - len(carry)
-        g.base, g.data = base, data
-        carry = b""
-        i = 0
-        counted = 0
-        resume: int | None = None
-        while i < len(data):
-            m = regex.search(data, i)
-            if m is None:
-                break
-            ls = data.rfind(b"\n", 0, m.start()) + 1
-            le = data.find(b"\n", m.end())
-            if le < 0:
-                le = len(data)
-            number += count_newlines(memoryview(data)[counted:ls])
-            counted = ls
-            abs_ls = line_start if ls == 0 else base + ls
-            spans = [(base + s.start(), base + s.end()) for s in _spans(regex, data, m, le)]
-            hit = _Hit(number, abs_ls, base + le, (base + m.start(), base + m.end()), spans)
-            past = g.record(hit)
-            if past is None:
-                stopped, resume = True, abs_ls
-                break
-            if len(g.matches) >= max_matches:
-                stopped, resume = True, past
-                break
-            i = le + 1
+    for chunk in content.iter_range(start, size):
+        resume = scan.feed(chunk)
         if resume is not None:
-            pos = resume
-            number = -1  # not needed past here
+            stopped = resume < size
             break
-        number += count_newlines(memoryview(data)[counted:])
-        pos = base + len(data)
-        line_start = pos
-        if pos - start >= scan_bytes or time.monotonic() > deadline:
-            stopped = pos < size
+        if scan.line_start - start >= scan_bytes or time.monotonic() > deadline:
+            resume = scan.line_start
+            stopped = resume < size
             break
-    if stopped and pos >= size:
-        stopped = False
-    return GrepResult(
-        artifact_id=content.artifact_id,
-        pattern=pattern,
-        matches=g.matches,
-        scanned_from=start,
-        next_offset=min(pos, size),
-        eof=not stopped and pos >= size,
-        complete=complete,
-        truncated=stopped,
-    )
+    else:
+        resume = scan.finish(size)
+        stopped = resume is not None and resume < size
+    return resume, stopped
 
 
-def _spans(regex: re2._Regexp, data: bytes, first: re2._Match, end: int) -> list[re2._Match]:
+class _Scan:
+    """The block search, fed the content's chunks in order, searching each in
+    place (no copies): the lines wholly inside a chunk with one RE2 pass from its
+    first newline to its last, and the line that spans chunks through a small
+    carry (at most OVERLAP bytes of it are kept)."""
+
+    def __init__(self, g: _Grep, start: int, number: int) -> None:
+        self.g = g
+        self.number = number  # the line that starts at ``line_start``
+        self.line_start = start
+        self.carry = b""  # the end of the current (partial) line, searched again
+        self.hit: tuple[int, int] | None = None  # the current line's first match
+        self._pos = start  # where the next chunk starts
+
+    def _search_carry(self, piece: bytes, base: int) -> None:
+        if self.hit is None and piece:
+            m = self.g.regex.find(piece, 0, len(piece))
+            if m is not None:
+                self.hit = (base + m[0], base + m[1])
+
+    def _end_line(self, end: int) -> int | None:
+        """The current line ends at ``end`` (its terminator); record it if it
+        matched. Returns a resume offset when the search must stop."""
+        resume = None
+        if self.hit is not None:
+            hit = _Hit(self.number, self.line_start, end, self.hit, [self.hit])
+            resume = self._record(hit)
+        self.hit = None
+        self.carry = b""
+        return resume
+
+    def _record(self, hit: _Hit) -> int | None:
+        past = self.g.record(hit)
+        if past is None:
+            return hit.start
+        if len(self.g.matches) >= self.g.max_matches:
+            return past
+        return None
+
+    def feed(self, chunk: bytes) -> int | None:
+        g = self.g
+        pos = self._pos
+        first = chunk.find(b"\n")
+        g.base, g.data = pos, chunk
+        if first < 0:  # the middle of a line longer than a chunk
+            joined = self.carry + chunk
+            self._search_carry(joined, pos - len(self.carry))
+            self.carry = joined[-OVERLAP:]
+            self._pos = pos + len(chunk)
+            return None
+        self._search_carry(self.carry + chunk[:first], pos - len(self.carry))
+        resume = self._end_line(pos + first)
+        if resume is not None:
+            return resume
+        self.number += 1
+        self.line_start = pos + first + 1
+        last = chunk.rfind(b"\n")
+        i, counted = first + 1, first + 1
+        regex = g.regex
+        while i <= last:
+            m = regex.find(chunk, i, last + 1)
+            if m is None:
+                break
+            ls = chunk.rfind(b"\n", 0, m[0]) + 1
+            le = chunk.find(b"\n", m[1], last + 1)
+            self.number += _newlines(chunk, counted, ls)
+            counted = ls
+            spans = [(pos + a, pos + b) for a, b in _spans(regex, chunk, m, le)]
+            hit = _Hit(self.number, pos + ls, pos + le, spans[0], spans)
+            resume = self._record(hit)
+            if resume is not None:
+                return resume
+            i = le + 1
+        self.number += _newlines(chunk, counted, last + 1)
+        self.line_start = pos + last + 1
+        tail = chunk[last + 1 :]
+        if len(tail) > OVERLAP:
+            self._search_carry(tail, self.line_start)
+            tail = tail[-OVERLAP:]
+        self.carry = tail
+        self._pos = pos + len(chunk)
+        return None
+
+    def finish(self, size: int) -> int | None:
+        """The content ended (a last line without a terminator may remain)."""
+        if self.line_start >= size:
+            return None
+        self._search_carry(self.carry, size - len(self.carry))
+        return self._end_line(size)
+
+
+def _newlines(data: bytes, start: int, end: int) -> int:
+    """Newlines in data[start:end]: bytes.count between nearby matches (no view or
+    wrapper to build), the vectorised count over long runs without a match."""
+    if end - start < 16_384:
+        return data.count(b"\n", start, end)
+    return count_newlines(memoryview(data)[start:end])
+
+
+def _spans(regex: _Finder, data: bytes, first: tuple[int, int], end: int) -> list[tuple[int, int]]:
     spans = [first]
-    i = max(first.end(), first.start() + 1)
+    i = max(first[1], first[0] + 1)
     while len(spans) < MAX_SPANS and i < end:
-        m = regex.search(data, i, end)
+        m = regex.find(data, i, end)
         if m is None:
             break
         spans.append(m)
-        i = max(m.end(), m.start() + 1)
+        i = max(m[1], m[0] + 1)
     return spans
+
+
+class _Finder:
+    """RE2's core match call on bytes: (start, end) of the first match in
+    [pos, endpos), or None. The package's ``search`` builds a Match object per
+    call (and counts groups three times); with one call per matching line that
+    wrapper, not the engine, set the pace of a grep with many matches. Falls
+    back to ``search`` should the core call not be there."""
+
+    def __init__(self, regex: re2._Regexp) -> None:
+        self.regex = regex
+        core = getattr(regex, "_regexp", None)
+        anchor = getattr(getattr(getattr(re2, "_re2", None), "RE2", None), "Anchor", None)
+        self._core = core if core is not None and anchor is not None else None
+        self._anchor = getattr(anchor, "UNANCHORED", None)
+
+    def find(self, data: bytes, pos: int, endpos: int) -> tuple[int, int] | None:
+        if self._core is not None:
+            span: tuple[int, int] = self._core.Match(self._anchor, data, pos, endpos)[0]
+            return None if span[0] < 0 else span
+        m = self.regex.search(data, pos, endpos)
+        return None if m is None else (m.start(), m.end())

@@ -1,0 +1,27 @@
+"""Pausing Python's cycle collector while a large, acyclic result is built.
+
+Building thousands of small records (a grep page, or the same page parsed back
+from JSON) makes the collector walk the whole heap every few hundred objects.
+Measured on a 64 MiB grep with 7,779 matches: the search and records took 0.26 s
+with the collector and 0.10 s without; parsing the 1.7 MB JSON page took 0.12 s
+with it and 0.023 s without. Refcounting still frees everything (these records
+hold no cycles); the pause is bounded by the work inside it, and a collector the
+caller had disabled stays disabled.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

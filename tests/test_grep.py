@@ -1,0 +1,110 @@
+"""grep over bytes finds exactly what a line-by-line grep finds, whatever the
+chunking: long lines, lines across segment and chunk edges, CRLF, no final
+newline, anchors, and a search resumed from every next_offset it printed."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from overspill.artifacts.errors import InvalidArgument
+from overspill.artifacts.grep import OVERLAP
+from overspill.artifacts.store import ArtifactStore
+from tests.helpers import ALICE, write_artifact
+
+PATTERNS = ["ERROR", "^warn", "done$", "x{3}y", "ERROR|^warn", "é+z", "[0-9]{5} ok$"]
+
+
+def _content(seed: int) -> bytes:
+    rng = random.Random(seed)
+    parts = []
+    for i in range(rng.randrange(50, 400)):
+        kind = rng.random()
+        if kind < 0.02:
+            body = "a" * rng.randrange(OVERLAP, 3 * OVERLAP) + rng.choice(["ERROR", "done", ""])
+        elif kind < 0.3:
+            body = rng.choice(["warn: disk", "x warn", "all done", "xxxy", "éééz", "ERROR here"])
+        else:
+            body = f"{i:05d} ok" if rng.random() < 0.5 else "noise " * rng.randrange(0, 30)
+        parts.append(body + rng.choice(["\n", "\n", "\r\n"]))
+    if rng.random() < 0.5:
+        parts[-1] = parts[-1].rstrip("\r\n")
+    return "".join(parts).encode()
+
+
+def _expected(data: bytes, pattern: str) -> list[int]:
+    rx = re.compile(pattern)
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return [
+        n
+        for n, raw in enumerate(lines, 1)
+        if rx.search(raw.decode("utf-8", errors="replace"))  # as GNU grep: CR is data
+    ]
+
+
+def _all_matches(store: ArtifactStore, art: str, pattern: str, **kw: object) -> list[int]:
+    found, offset = [], 0
+    for _ in range(10_000):
+        res = store.grep(ALICE, art, pattern, offset=offset, **kw)  # type: ignore[arg-type]
+        found += [m.line.number for m in res.matches]
+        if not res.truncated:
+            assert res.eof
+            return found
+        assert res.next_offset > offset or res.matches
+        offset = res.next_offset
+    raise AssertionError("grep never finished")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_grep_matches_a_line_by_line_grep_across_every_edge(
+    store: ArtifactStore, seed: int
+) -> None:
+    data = _content(seed)
+    art = write_artifact(store, data, chunks=[7, 70_001, 1, 5000])
+    for pattern in PATTERNS:
+        assert _all_matches(store, art, pattern) == _expected(data, pattern), pattern
+        assert _all_matches(store, art, pattern, max_matches=3) == _expected(data, pattern)
+
+
+def test_small_scan_budgets_resume_at_line_starts_and_lose_nothing(store: ArtifactStore) -> None:
+    data = _content(11)
+    art = write_artifact(store, data)
+    got = _all_matches(store, art, "ERROR|^warn", scan_bytes=1)
+    assert got == _expected(data, "ERROR|^warn")
+
+
+def test_a_match_on_a_giant_line_is_shown_as_a_window_around_it(store: ArtifactStore) -> None:
+    line = b"a" * 300_000 + b"NEEDLE" + b"b" * 300_000
+    art = write_artifact(store, b"head\n" + line + b"\ntail\n")
+    res = store.grep(ALICE, art, "NEEDLE", max_bytes=4000)
+    (m,) = res.matches
+    assert m.line.number == 2 and m.line.offset == 5 and m.line.truncated
+    start = m.line.window_offset
+    assert start is not None and 5 < start <= 5 + 300_000
+    assert len(m.line.text) <= 4000 and "NEEDLE" in m.line.text
+    lo, hi = m.spans[0]
+    assert m.line.text[lo:hi] == "NEEDLE"
+
+
+def test_context_lines_come_from_either_side_of_a_chunk_edge(store: ArtifactStore) -> None:
+    data = b"".join(b"line %06d\n" % i for i in range(30_000))
+    art = write_artifact(store, data)
+    res = store.grep(ALICE, art, "^line 02000[05]$", context=2)
+    assert [
+        (m.line.number, [b.number for b in m.before], [a.number for a in m.after])
+        for m in res.matches
+    ] == [
+        (20001, [19999, 20000], [20002, 20003]),
+        (20006, [20004, 20005], [20007, 20008]),
+    ]
+    assert res.matches[0].before[0].text == "line 019998"
+
+
+def test_a_pattern_too_costly_to_run_is_refused(store: ArtifactStore) -> None:
+    art = write_artifact(store, b"x\n")
+    with pytest.raises(InvalidArgument, match="too complex"):
+        store.grep(ALICE, art, "(.*){1000}")
