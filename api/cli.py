@@ -329,7 +329,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.contract_json()))
     else:
-        sys.stdout.write(result.text if result.text.endswith("\n") else result.text + "\n")
+        # Exactly the text: a newline added here would hide the final marker from
+        # parse_exit_status, which reads only the very end.
+        sys.stdout.write(result.text)
     if received:
         return 128 + received[0]
     if result.timed_out:

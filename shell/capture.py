@@ -15,10 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from overspill.artifacts.newlines import count_newlines
 from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
 from overspill.shell.results import ArtifactRef, CollectedOutput
 from overspill.shell.sink import SinkStream
 from overspill.shell.spill import SpillFile
+from overspill.shell.view import StreamView, stream_view
 
 RetentionMode = Literal["tail", "head_tail"]
 
@@ -50,6 +52,7 @@ class OutputCollector:
         self._head = bytearray()
         self._tail = bytearray()
         self._total = 0
+        self._newlines = 0  # in the whole stream: the view numbers the lines it shows
         self._lock = threading.Lock()
         self._make_spill = spill
         self._open_sink = open_sink
@@ -79,6 +82,7 @@ class OutputCollector:
             if not self._overflowed and self._total + len(chunk) > self._window:
                 self._start_copies()
             self._total += len(chunk)
+            self._newlines += count_newlines(chunk)
             self._retain(chunk)
         if self._overflowed:
             self._copy(chunk)
@@ -163,9 +167,24 @@ class OutputCollector:
             + tail.decode("utf-8", errors="replace")
         )
 
-    @property
-    def shown_bytes(self) -> int:
-        return min(self._total, self._window)
+    def view(self, artifact_id: str | None, line_cap: int) -> StreamView:
+        """What the model is shown of this stream (artifact render mode)."""
+        with self._lock:
+            head, tail, total, newlines = (
+                bytes(self._head),
+                bytes(self._tail),
+                self._total,
+                self._newlines,
+            )
+        return stream_view(
+            head,
+            tail,
+            total,
+            newlines,
+            truncated=total > self._window,
+            artifact_id=artifact_id,
+            line_cap=line_cap,
+        )
 
     def finish(self, source_update: dict[str, Any]) -> CollectedOutput:
         """Close the copies and describe the stream. Idempotent."""

@@ -33,6 +33,8 @@ class ShellSettings(SettingsBase):
     # Names with this prefix are the harness's own and never reach a child.
     reserved_env_prefix: str = "OVERSPILL_"
     artifact_max_bytes: int | None = Field(default=None, gt=0)
+    # A shown line longer than this is clipped, with the call that reads the rest.
+    shown_line_bytes: int = Field(default=2_000, gt=0)
 
     @field_validator("timeout_ms", "max_timeout_ms", "grace_ms", "spill_sweep_days")
     @classmethod

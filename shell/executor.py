@@ -28,10 +28,11 @@ from overspill.shell.render import (
     render_result,
     stream_text,
 )
-from overspill.shell.results import BackgroundRead, ExecResult
+from overspill.shell.results import BackgroundRead, CollectedOutput, ExecResult
 from overspill.shell.sink import OutputSink
 from overspill.shell.spec import ExecRequest, ExecSpec, resolve
 from overspill.shell.spill import SpillFile, sweep_old_spill_files
+from overspill.shell.view import StreamView
 
 _swept = False
 _sweep_lock = threading.Lock()
@@ -185,8 +186,8 @@ class _Job:
         err = self.stderr.finish(update)
         mode: RenderMode = self.settings.render_mode
         text = render_result(
-            stream_text(out, self.stdout.shown_bytes, mode),
-            stream_text(err, self.stderr.shown_bytes, mode),
+            stream_text(out, self._view(self.stdout, out), mode),
+            stream_text(err, self._view(self.stderr, err), mode),
             exit_code=exit_code,
             signal=sig,
             timed_out=self.timed_out,
@@ -208,6 +209,15 @@ class _Job:
             if self._result is None:
                 self._result = result
             return self._result
+
+    def _view(self, collector: OutputCollector, out: CollectedOutput) -> StreamView | None:
+        if self.settings.render_mode == "legacy":
+            return None
+        art = out.artifact
+        stored = art is not None and art.state != "failed" and not out.storage_error
+        return collector.view(
+            art.id if art is not None and stored else None, self.settings.shown_line_bytes
+        )
 
 
 class BackgroundJob:
@@ -248,14 +258,14 @@ class BackgroundJob:
             paths = []
             for coll, d in zip((job.stdout, job.stderr), deltas, strict=True):
                 if d.missing is not None:
-                    missing.append((coll.stream, d.missing, coll.artifact_id))
+                    missing.append((coll.stream, d.missing, coll.artifact_id, coll.storage_error))
                 if coll.spill_path:
                     paths.append(coll.spill_path)
             body = (body + "\n" if body and not body.endswith("\n") else body) + dropped_line(
                 missing, paths, job.settings.render_mode
             )
         return BackgroundRead(
-            text=body,
+            text=body or "(no new output)",
             stdout=texts[0],
             stderr=texts[1],
             lossy=lossy,

@@ -10,15 +10,20 @@ from typing import Literal
 
 from overspill.shell.calls import call
 from overspill.shell.results import CollectedOutput
+from overspill.shell.view import StreamView
 
 RenderMode = Literal["artifact", "legacy"]
 
 
-def truncation_line(out: CollectedOutput, shown: int, mode: RenderMode) -> str:
-    if mode == "legacy":
-        return f"[output truncated; full output: {out.spill_path or '(unavailable)'}]"
+def truncation_line(out: CollectedOutput, view: StreamView | None, mode: RenderMode) -> str:
     art = out.artifact
     stored = art is not None and art.state != "failed"
+    if mode == "legacy":
+        # The old line exactly; where the old system had only "(unavailable)" but
+        # an artifact holds the whole stream, it is named instead.
+        where = out.spill_path or (f"artifact://{art.id}" if art is not None and stored else None)
+        return f"[output truncated; full output: {where or '(unavailable)'}]"
+    assert view is not None
     parts = ["output truncated"]
     # The spill path stays right after "full output: ", as in the legacy line.
     if out.spill_path:
@@ -29,11 +34,33 @@ def truncation_line(out: CollectedOutput, shown: int, mode: RenderMode) -> str:
         parts.append(f"full output: artifact {art.id}")
     else:
         parts.append("full output: (unavailable)")
-    parts.append(f"shown last {shown} of {out.total_bytes} bytes")
+    total = out.total_bytes
+    if view.binary:
+        parts.append(f"binary output of {total} bytes, none of it shown")
+    elif view.head_end:
+        parts.append(
+            f"shown first {view.head_end} and last {view.end - view.start} bytes of {total}; "
+            f"not shown: bytes {view.head_end}-{view.start}"
+        )
+    else:
+        span = _lines(view.first_line, view.last_line)
+        shown = f"shown {span} of {view.total_lines} (bytes {view.start}-{view.end} of {total})"
+        if view.mid_line:
+            shown += f", line {view.first_line} from byte {view.start}"
+        parts.append(shown)
+        if view.start > 0:
+            before = view.first_line - 1
+            lines = f"{_lines(1, before)}, " if before >= 1 else ""
+            start_of = f" (with the start of line {view.first_line})" if view.mid_line else ""
+            parts.append(f"not shown: {lines}bytes 0-{view.start}{start_of}")
+    if view.escapes_removed:
+        parts.append("terminal escape sequences removed")
+    if view.clipped:
+        parts.append(f"{view.clipped} long lines clipped")
     if art is not None and art.state == "capped":
         parts.append(
             f"artifact holds the first {art.size_bytes} bytes (capped); "
-            f"bytes {art.size_bytes}-{out.total_bytes - shown} are not stored"
+            f"bytes {art.size_bytes}-{max(art.size_bytes, view.start)} are not stored"
         )
     if out.storage_error:
         reason = out.storage_error.replace("\n", " ").replace("]", ")")
@@ -45,10 +72,16 @@ def truncation_line(out: CollectedOutput, shown: int, mode: RenderMode) -> str:
     return "[" + "; ".join(parts) + "]"
 
 
-def stream_text(out: CollectedOutput, shown: int, mode: RenderMode) -> str:
+def _lines(first: int, last: int) -> str:
+    return f"line {first}" if first == last else f"lines {first}-{last}"
+
+
+def stream_text(out: CollectedOutput, view: StreamView | None, mode: RenderMode) -> str:
+    """One stream as the model sees it: the shown text, then the truncation line."""
+    body = out.text if mode == "legacy" or view is None else view.text
     if not out.truncated:
-        return out.text
-    return f"{out.text}\n{truncation_line(out, shown, mode)}"
+        return body
+    return f"{body}\n{truncation_line(out, view, mode)}"
 
 
 def join_streams(stdout: str, stderr: str) -> str:
@@ -73,6 +106,10 @@ def render_result(
     markers = status_markers(
         exit_code=exit_code, signal=signal, timed_out=timed_out, timeout_ms=timeout_ms
     )
+    if not markers and parse_exit_status(body) != ExitStatus(body, 0, None):
+        # The command itself printed something that reads as a final marker: a
+        # newline after it keeps parse_exit_status from taking it for ours.
+        body += "\n"
     return "\n".join([body, *markers])
 
 
@@ -91,18 +128,24 @@ def status_markers(
 
 
 def dropped_line(
-    missing: list[tuple[str, tuple[int, int], str | None]],
+    missing: list[tuple[str, tuple[int, int], str | None, str | None]],
     paths: list[str],
     mode: RenderMode,
 ) -> str:
+    """The lossy-read line. Its prefix is the legacy one (``…memory; full output: ``);
+    the artifact form adds each stream's missing bytes and where they are."""
     where = ", ".join(paths) if paths else "(unavailable)"
+    line = f"[some output was dropped from memory; full output: {where}"
     if mode == "legacy":
-        return f"[some output was dropped from memory; full output: {where}]"
-    gaps = []
-    for stream, (lo, hi), art in missing:
-        holder = f" (in artifact {art})" if art else ""
-        gaps.append(f"{stream} bytes {lo}-{hi}{holder}")
-    return f"[some output was dropped from memory: {', '.join(gaps)}; full output: {where}]"
+        return line + "]"
+    for stream, (lo, hi), art, error in missing:
+        if art and not error:
+            holder = f"in artifact {art}: {call('artifact_read', id=art, offset=lo)}"
+        else:
+            reason = (error or "no artifact").replace("\n", " ").replace("]", ")")
+            holder = f"not stored: {reason}"
+        line += f"; {stream} bytes {lo}-{hi} not shown ({holder})"
+    return line + "]"
 
 
 def _ms(value: float | None) -> str:
@@ -119,7 +162,7 @@ class ExitStatus:
 
 
 _SIGNAL_RE = re.compile(r"\n\[killed by signal: ([^\]\n]+)\]\Z")
-_EXIT_RE = re.compile(r"\n\[exit code: (-?\d+)\]\Z")
+_EXIT_RE = re.compile(r"\n\[exit code: (-?[0-9]+)\]\Z")
 
 
 def parse_exit_status(text: str) -> ExitStatus:

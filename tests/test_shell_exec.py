@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -213,7 +214,7 @@ def test_background_reads_are_consuming_and_survive_exit() -> None:
     assert seen_out == "one\nthree\n" and seen_err == "two\n"
     result = job.wait()
     assert result is not None and result.exit_code == 0
-    assert job.read_output().text == ""
+    assert job.read_output().text == "(no new output)"  # the contract's empty read
 
 
 def test_background_kill_returns_true_once() -> None:
@@ -282,7 +283,10 @@ def test_artifact_bytes_equal_what_the_command_printed(
     assert info.source["exit_code"] == 4 and info.source["run_id"] == r.run_id
     assert store.get(ALICE, err.artifact.id).source["run_id"] == r.run_id
     assert info.session_id == "sess-1" and info.owner == ALICE.name
-    assert f"artifact {out.artifact.id}" in r.text and "shown last 1000 of 300000 bytes" in r.text
+    assert f"artifact {out.artifact.id}" in r.text
+    assert (
+        f"[binary output: 300000 bytes, not shown; stored as artifact {out.artifact.id}]" in r.text
+    )
 
 
 def test_output_within_the_window_makes_no_artifact(
@@ -299,7 +303,10 @@ def test_a_capped_artifact_keeps_the_head_and_states_the_gap(store: ArtifactStor
     art = r.stdout.artifact
     assert art and art.state == "capped" and art.size_bytes == 5000
     assert art.total_bytes == r.stdout.total_bytes
-    assert f"bytes 5000-{r.stdout.total_bytes - 1000} are not stored" in r.text
+    m = re.search(r"shown lines (\d+)-20000 of 20000 \(bytes (\d+)-(\d+) of \3\)", r.text)
+    assert m and int(m.group(3)) == r.stdout.total_bytes
+    assert int(m.group(2)) - (r.stdout.total_bytes - 1000) < 10  # the tail, from a line start
+    assert f"bytes 5000-{m.group(2)} are not stored" in r.text
 
 
 def test_a_storage_failure_still_returns_the_tail_and_says_why(store: ArtifactStore) -> None:

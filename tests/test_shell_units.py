@@ -22,6 +22,7 @@ from overspill.shell.render import parse_exit_status, render_result, stream_text
 from overspill.shell.results import ArtifactRef, CollectedOutput
 from overspill.shell.spec import ExecRequest, InvalidRequest, resolve
 from overspill.shell.spill import SpillFile, sweep_old_spill_files
+from overspill.shell.view import StreamView, stream_view
 
 # -- defaults, caps, validation ---------------------------------------------------------
 
@@ -270,33 +271,49 @@ def _out(text: str, total: int, **kw: object) -> CollectedOutput:
     return CollectedOutput(text=text, truncated=total > len(text), total_bytes=total, **kw)  # type: ignore[arg-type]
 
 
+def _view(tail: bytes, total: int, newlines: int, art: str | None = None) -> StreamView:
+    return stream_view(b"", tail, total, newlines, truncated=True, artifact_id=art)
+
+
 def test_legacy_truncation_line_is_exact() -> None:
     out = _out("tail", 100, spill_path="/tmp/d/f.log")
-    assert stream_text(out, 4, "legacy") == "tail\n[output truncated; full output: /tmp/d/f.log]"
+    assert stream_text(out, None, "legacy") == "tail\n[output truncated; full output: /tmp/d/f.log]"
     assert (
-        truncation_line(_out("t", 9), 1, "legacy")
+        truncation_line(_out("t", 9), None, "legacy")
         == "[output truncated; full output: (unavailable)]"
     )
 
 
-def test_artifact_truncation_line_names_id_sizes_and_keeps_the_spill_path() -> None:
+def test_legacy_mode_names_a_stored_artifact_where_it_had_no_spill_file() -> None:
     ref = ArtifactRef(id="art_X", state="complete", size_bytes=100, total_bytes=100, sha256="s")
+    line = truncation_line(_out("t", 100, artifact=ref), None, "legacy")
+    assert line == "[output truncated; full output: artifact://art_X]"
+
+
+def test_artifact_truncation_line_names_id_lines_bytes_and_keeps_the_spill_path() -> None:
+    ref = ArtifactRef(id="art_X", state="complete", size_bytes=100, total_bytes=100, sha256="s")
+    view = _view(b"9\n10\n", 100, 10, "art_X")
     line = truncation_line(
-        _out("tail", 100, spill_path="/tmp/d/f.log", artifact=ref), 4, "artifact"
+        _out("9\n10\n", 100, spill_path="/tmp/d/f.log", artifact=ref), view, "artifact"
     )
-    assert line.startswith("[output truncated; full output: /tmp/d/f.log; artifact art_X;")
-    assert (
-        "shown last 4 of 100 bytes" in line and 'artifact_read {"id": "art_X", "offset": 0}' in line
+    assert line == (
+        "[output truncated; full output: /tmp/d/f.log; artifact art_X; shown line 10 of 10 "
+        "(bytes 97-100 of 100); not shown: lines 1-9, bytes 0-97; read more: artifact_read "
+        '{"id": "art_X", "offset": 0}, or search: artifact_grep {"id": "art_X", "pattern": '
+        '"<regex>"}]'
     )
-    no_spill = truncation_line(_out("tail", 100, artifact=ref), 4, "artifact")
+    no_spill = truncation_line(_out("tail", 100, artifact=ref), view, "artifact")
     assert no_spill.startswith("[output truncated; full output: artifact art_X;")
 
 
 def test_storage_errors_say_the_full_output_is_unavailable_and_why() -> None:
-    line = truncation_line(_out("t", 50, storage_error="quota exceeded for agent:x"), 1, "artifact")
+    line = truncation_line(
+        _out("t", 50, storage_error="quota exceeded for agent:x"), _view(b"t", 50, 0), "artifact"
+    )
     assert line == (
-        "[output truncated; full output: (unavailable); shown last 1 of 50 bytes; "
-        "artifact unavailable: quota exceeded for agent:x]"
+        "[output truncated; full output: (unavailable); shown line 1 of 1 (bytes 49-50 of 50), "
+        "line 1 from byte 49; not shown: bytes 0-49 (with the start of line 1); artifact "
+        "unavailable: quota exceeded for agent:x]"
     )
 
 

@@ -1,0 +1,185 @@
+"""What the model is shown of one stream (artifact render mode).
+
+The stored bytes never change; this is only the view. It starts a tail at a line
+boundary when one is near, removes terminal escape sequences, shows other
+control characters as visible escapes, clips a line longer than ``line_cap``
+bytes with the call that reads the rest (only where an artifact holds it), and
+replaces binary output with a one-line notice. It also says exactly which bytes
+and lines it shows, for the truncation line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
+from overspill.shell.calls import call
+
+DEFAULT_LINE_CAP = 2_000
+
+# CSI (colours, cursor moves), OSC (titles, hyperlinks), and two-byte escapes.
+_ANSI = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]"
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(ch: re.Match[str]) -> str:
+    code = ord(ch.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+@dataclass(frozen=True)
+class StreamView:
+    text: str
+    start: int  # first shown byte of the tail (whole-stream offset)
+    end: int  # end of the shown bytes
+    first_line: int  # the line that holds ``start``
+    last_line: int
+    total_lines: int
+    mid_line: bool  # ``start`` is not at a line start
+    head_end: int  # bytes [0, head_end) shown before a gap (head_tail mode), else 0
+    binary: bool = False
+    escapes_removed: bool = False
+    clipped: int = 0  # lines shown clipped
+
+    @property
+    def shown_bytes(self) -> int:
+        return self.head_end + self.end - self.start
+
+
+def count_lines(newlines: int, total: int, ends_with_newline: bool) -> int:
+    return newlines + (1 if total and not ends_with_newline else 0)
+
+
+def _looks_binary(data: bytes) -> bool:
+    if b"\0" in data:
+        return True
+    sample = data[:8192].decode("utf-8", errors="replace")
+    if not sample:
+        return False
+    odd = sum(1 for c in sample if c == "\ufffd" or (c < " " and c not in "\n\t\r\x1b"))
+    return odd > len(sample) // 10
+
+
+def _clean_line(raw: bytes) -> tuple[str, bool]:
+    """One line (without its newline) as shown; True if escapes were removed."""
+    text = raw.decode("utf-8", errors="replace")
+    if text.endswith("\r"):
+        text = text[:-1]  # CRLF: the CR is part of the terminator
+    cleaned = _ANSI.sub("", text)
+    return _CONTROL.sub(_visible, cleaned), cleaned != text
+
+
+def render_lines(
+    data: bytes,
+    base: int,
+    first_line: int,
+    *,
+    line_cap: int,
+    artifact_id: str | None,
+) -> tuple[str, bool, int]:
+    """``data`` (starting at whole-stream ``base``, line ``first_line``) as shown:
+    (text, escapes removed, lines clipped). Lines are clipped only when an
+    artifact holds what the clip leaves out."""
+    out: list[str] = []
+    removed = False
+    clipped = 0
+    pos = 0
+    number = first_line
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        end = len(data) if nl < 0 else nl
+        raw = data[pos:end]
+        if artifact_id is not None and len(raw) > line_cap:
+            cut = utf8_safe_end(raw[:line_cap]) or line_cap
+            text, r = _clean_line(raw[:cut])
+            rest = base + pos + cut
+            text += (
+                f" … [line {number} clipped: {len(raw)} bytes, shown {cut}; the rest from byte "
+                f"{rest}: {call('artifact_read', id=artifact_id, offset=rest)}]"
+            )
+            clipped += 1
+        else:
+            text, r = _clean_line(raw)
+        removed = removed or r
+        out.append(text + ("\n" if nl >= 0 else ""))
+        pos = end + 1 if nl >= 0 else end
+        number += 1
+    return "".join(out), removed, clipped
+
+
+def stream_view(
+    head: bytes,
+    tail: bytes,
+    total: int,
+    newlines: int,
+    *,
+    truncated: bool,
+    artifact_id: str | None,
+    line_cap: int = DEFAULT_LINE_CAP,
+) -> StreamView:
+    """The view of a stream whose memory holds ``head`` (head_tail mode) and the
+    last ``tail`` bytes of ``total``, with ``newlines`` newlines in all."""
+    ends_nl = (tail or head).endswith(b"\n")
+    total_lines = count_lines(newlines, total, ends_nl)
+    if not truncated:
+        data = head + tail
+        if artifact_id is not None and _looks_binary(data):
+            return _binary(total, total_lines, artifact_id)
+        text, removed, clipped = render_lines(
+            data, 0, 1, line_cap=line_cap, artifact_id=artifact_id
+        )
+        return StreamView(
+            text, 0, total, 1, total_lines, total_lines, False, 0, False, removed, clipped
+        )
+    start = total - len(tail)
+    skip = utf8_skip_partial(tail)
+    # Start at a line boundary when one is near (the cut line is not shown).
+    nl = tail.find(b"\n", skip, skip + line_cap)
+    if 0 <= nl < len(tail) - 1:
+        skip = nl + 1
+    shown = tail[skip:]
+    start += skip
+    mid_line = skip == utf8_skip_partial(tail) and start > 0
+    if artifact_id is not None and _looks_binary(shown):
+        return _binary(total, total_lines, artifact_id)
+    shown_lines = count_lines(shown.count(b"\n"), len(shown), ends_nl)
+    first = total_lines - shown_lines + 1
+    body, removed, clipped = render_lines(
+        shown, start, first, line_cap=line_cap, artifact_id=artifact_id
+    )
+    head_end = 0
+    if head:
+        head = head[: utf8_safe_end(head)]
+        cut = head.rfind(b"\n", len(head) - line_cap)
+        if cut >= 0:
+            head = head[: cut + 1]
+        head_end = len(head)
+        head_text, r1, c1 = render_lines(head, 0, 1, line_cap=line_cap, artifact_id=artifact_id)
+        gap = f"[... bytes {head_end}-{start} not shown ({start - head_end} bytes)"
+        if artifact_id is not None:
+            gap += f"; read them: {call('artifact_read', id=artifact_id, offset=head_end)}"
+        gap += " ...]\n"
+        sep = "" if head_text.endswith("\n") or not head_text else "\n"
+        body = head_text + sep + gap + body
+        removed, clipped = removed or r1, clipped + c1
+    return StreamView(
+        body,
+        start,
+        total,
+        first,
+        total_lines,
+        total_lines,
+        mid_line,
+        head_end,
+        False,
+        removed,
+        clipped,
+    )
+
+
+def _binary(total: int, total_lines: int, artifact_id: str) -> StreamView:
+    text = f"[binary output: {total} bytes, not shown; stored as artifact {artifact_id}]"
+    return StreamView(text, total, total, total_lines, total_lines, total_lines, False, 0, True)

@@ -1,0 +1,402 @@
+"""The golden battery: the exact text the model sees for a fixed list of commands,
+each asserted whole, so any change to what a model reads is a visible diff here.
+
+Ids and spill paths are the only parts that vary between runs; they are replaced
+by placeholders in order of appearance. A small window (120 bytes) keeps the
+texts reviewable; the exact-cap cases use the contract's 64,000.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from overspill.artifacts.store import ArtifactStore
+from overspill.shell import ExecRequest, Executor, ShellSettings, StoreSink
+from overspill.shell.render import parse_exit_status
+from tests.helpers import ALICE
+
+CASES: dict[str, tuple[str, dict[str, object], dict[str, object]]] = {
+    "small": ("echo hello; echo oops >&2; exit 1", {}, {}),
+    "lines_600kb": ("seq 1 100000 | sed 's/$/ some log text/'", {}, {}),
+    "both_streams_large": ("seq 1 3000; seq 1 3000 >&2", {}, {}),
+    "single_200kb_line": (
+        "head -c 200000 /dev/zero | tr '\\0' a; printf 'ERROR_AT_END\\n'",
+        {},
+        {},
+    ),
+    "binary": ("head -c 3000 /dev/zero | tr '\\0' '\\1'; head -c 3000 /dev/zero", {}, {}),
+    "ansi": (
+        "for i in $(seq 1 60); do printf '\\033[1;31mFAIL\\033[0m test_%d \\a\\n' $i; done",
+        {},
+        {},
+    ),
+    "error_at_start": ("echo 'ERROR: config missing'; seq 1 2000", {}, {}),
+    "error_at_end": ("seq 1 2000; echo 'ERROR: build failed'; exit 2", {}, {}),
+    "timeout": ("seq 1 5; sleep 5", {"timeout_ms": 300}, {}),
+    "killed": ("seq 1 5; kill -9 $$", {}, {}),
+    "utf8_at_cut": ("for i in $(seq 1 200); do printf 'é'; done; echo", {}, {}),
+    "marker_lookalike": ("printf 'done\\n[killed by signal: SIGKILL]'", {}, {}),
+    "head_tail": ("seq 1 3000", {}, {"retention_mode": "head_tail"}),
+    "legacy": ("seq 1 3000", {}, {"render_mode": "legacy"}),
+    "legacy_spill_off": ("seq 1 3000", {}, {"render_mode": "legacy", "legacy_spill": False}),
+    "spill_off": ("seq 1 3000", {}, {"legacy_spill": False}),
+}
+
+
+def normalise(text: str) -> str:
+    ids: dict[str, str] = {}
+
+    def rid(m: re.Match[str]) -> str:
+        return ids.setdefault(m.group(0), f"art_ID{len(ids) + 1}")
+
+    text = re.sub(r"art_[0-9A-Z]{26}", rid, text)
+    return re.sub(r"/[^ ;\]]*dsh-subprocess-[^ ;\]]*-(stdout|stderr)\.log", r"<spill:\1>", text)
+
+
+def run(store: ArtifactStore, command: str, request: dict[str, object], **settings: object) -> str:
+    values: dict[str, object] = {"max_output_bytes": 120, "grace_ms": 300, **settings}
+    ex = Executor(ShellSettings(**values), StoreSink(store, ALICE))  # type: ignore[arg-type]
+    return ex.run(ExecRequest(command=command, **request)).text  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_model_sees_exactly_this(name: str, store: ArtifactStore) -> None:
+    command, request, settings = CASES[name]
+    assert normalise(run(store, command, request, **settings)) == GOLDEN[name]
+
+
+def test_exactly_the_cap_is_shown_whole_and_one_byte_more_is_not(store: ArtifactStore) -> None:
+    at_cap = run(store, "head -c 63999 /dev/zero | tr '\\0' x; echo", {}, max_output_bytes=64_000)
+    assert at_cap == "x" * 63999 + "\n"
+    over = run(store, "head -c 64000 /dev/zero | tr '\\0' x; echo", {}, max_output_bytes=64_000)
+    assert normalise(over) == (
+        "x"
+        * 2000
+        + " … [line 1 clipped: 63999 bytes, shown 2000; the rest from byte 2001: artifact_read "
+        '{"id": "art_ID1", "offset": 2001}]\n\n[output truncated; full output: <spill:stdout>; '
+        "artifact art_ID1; shown line 1 of 1 (bytes 1-64001 of 64001), line 1 from byte 1; not "
+        "shown: bytes 0-1 (with the start of line 1); 1 long lines clipped; read more: "
+        'artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": '
+        '"art_ID1", "pattern": "<regex>"}]'
+    )
+
+
+def test_a_storage_failure_is_stated_in_the_marker(store: ArtifactStore) -> None:
+    from tests.test_store import _break_blob_backend
+
+    _break_blob_backend(store)
+    line = normalise(run(store, "seq 1 3000", {}, legacy_spill=False)).splitlines()[-1]
+    prefix = (
+        "[output truncated; full output: (unavailable); shown lines 2978-3000 of 3000 (bytes "
+        "13778-13893 of 13893); not shown: lines 1-2977, bytes 0-13778; artifact unavailable: "
+    )
+    # The reason is the backend's own (a file where the blob root was, a bucket gone).
+    assert line.startswith(prefix) and line.endswith("]")
+    assert ("Not a directory" in line) or ("does not exist" in line)
+
+
+def test_a_capped_artifact_states_the_unstored_range(store: ArtifactStore) -> None:
+    ex = Executor(
+        ShellSettings(max_output_bytes=120, grace_ms=300, legacy_spill=False),
+        StoreSink(store, ALICE, max_bytes=5000),
+    )
+    text = normalise(ex.run(ExecRequest(command="seq 1 3000")).text)
+    assert text.splitlines()[-1] == (
+        "[output truncated; full output: artifact art_ID1; shown lines 2978-3000 of 3000 (bytes "
+        "13778-13893 of 13893); not shown: lines 1-2977, bytes 0-13778; artifact holds the "
+        "first 5000 bytes (capped); bytes 5000-13778 are not stored; read more: artifact_read "
+        '{"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": '
+        '"<regex>"}]'
+    )
+
+
+def test_a_marker_the_command_printed_is_not_taken_for_a_real_one(store: ArtifactStore) -> None:
+    text = run(store, "printf 'done\\n[killed by signal: SIGKILL]'", {})
+    assert parse_exit_status(text).exit_code == 0 and parse_exit_status(text).signal is None
+    assert parse_exit_status("x\n[exit code: \uff13]").exit_code == 0  # only ASCII digits
+
+
+def test_the_cli_prints_exactly_the_text(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
+    env["OVERSPILL_HOME"] = str(tmp_path)
+    argv = [sys.executable, "-m", "overspill.api.cli", "run"]
+    plain = subprocess.run([*argv, "--", "echo hi; exit 3"], capture_output=True, env=env)
+    as_json = subprocess.run(
+        [*argv, "--json", "--", "echo hi; exit 3"], capture_output=True, env=env
+    )
+    assert plain.stdout.decode() == json.loads(as_json.stdout)["text"] == "hi\n\n[exit code: 3]"
+    assert parse_exit_status(plain.stdout.decode()).exit_code == 3
+
+
+GOLDEN: dict[str, str] = {
+    "small": ("hello\n[stderr]\noops\n\n[exit code: 1]"),
+    "lines_600kb": (
+        "99996 some log text\n"
+        "99997 some log text\n"
+        "99998 some log text\n"
+        "99999 some log text\n"
+        "100000 some log text\n"
+        "\n"
+        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 99996-100000 of 100000 (bytes 1988794-1988895 of 1988895); not shown: lines 1-99995, bytes 0-1988794; read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
+    ),
+    "both_streams_large": (
+        "2978\n"
+        "2979\n"
+        "2980\n"
+        "2981\n"
+        "2982\n"
+        "2983\n"
+        "2984\n"
+        "2985\n"
+        "2986\n"
+        "2987\n"
+        "2988\n"
+        "2989\n"
+        "2990\n"
+        "2991\n"
+        "2992\n"
+        "2993\n"
+        "2994\n"
+        "2995\n"
+        "2996\n"
+        "2997\n"
+        "2998\n"
+        "2999\n"
+        "3000\n"
+        "\n"
+        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 2978-3000 of 3000 (bytes 13778-13893 of 13893); not shown: lines 1-2977, bytes 0-13778; read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]\n'
+        "[stderr]\n"
+        "2978\n"
+        "2979\n"
+        "2980\n"
+        "2981\n"
+        "2982\n"
+        "2983\n"
+        "2984\n"
+        "2985\n"
+        "2986\n"
+        "2987\n"
+        "2988\n"
+        "2989\n"
+        "2990\n"
+        "2991\n"
+        "2992\n"
+        "2993\n"
+        "2994\n"
+        "2995\n"
+        "2996\n"
+        "2997\n"
+        "2998\n"
+        "2999\n"
+        "3000\n"
+        "\n"
+        '[output truncated; full output: <spill:stderr>; artifact art_ID2; shown lines 2978-3000 of 3000 (bytes 13778-13893 of 13893); not shown: lines 1-2977, bytes 0-13778; read more: artifact_read {"id": "art_ID2", "offset": 0}, or search: artifact_grep {"id": "art_ID2", "pattern": "<regex>"}]'
+    ),
+    "single_200kb_line": (
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaERROR_AT_END\n"
+        "\n"
+        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown line 1 of 1 (bytes 199893-200013 of 200013), line 1 from byte 199893; not shown: bytes 0-199893 (with the start of line 1); read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
+    ),
+    "binary": (
+        "[binary output: 6000 bytes, not shown; stored as artifact art_ID1]\n"
+        '[output truncated; full output: <spill:stdout>; artifact art_ID1; binary output of 6000 bytes, none of it shown; read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
+    ),
+    "ansi": (
+        "FAIL test_57 \\x07\n"
+        "FAIL test_58 \\x07\n"
+        "FAIL test_59 \\x07\n"
+        "FAIL test_60 \\x07\n"
+        "\n"
+        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 57-60 of 60 (bytes 1447-1551 of 1551); not shown: lines 1-56, bytes 0-1447; terminal escape sequences removed; read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
+    ),
+    "error_at_start": (
+        "1978\n"
+        "1979\n"
+        "1980\n"
+        "1981\n"
+        "1982\n"
+        "1983\n"
+        "1984\n"
+        "1985\n"
+        "1986\n"
+        "1987\n"
+        "1988\n"
+        "1989\n"
+        "1990\n"
+        "1991\n"
+        "1992\n"
+        "1993\n"
+        "1994\n"
+        "1995\n"
+        "1996\n"
+        "1997\n"
+        "1998\n"
+        "1999\n"
+        "2000\n"
+        "\n"
+        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 1979-2001 of 2001 (bytes 8800-8915 of 8915); not shown: lines 1-1978, bytes 0-8800; read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
+    ),
+    "error_at_end": (
+        "1982\n"
+        "1983\n"
+        "1984\n"
+        "1985\n"
+        "1986\n"
+        "1987\n"
+        "1988\n"
+        "1989\n"
+        "1990\n"
+        "1991\n"
+        "1992\n"
+        "1993\n"
+        "1994\n"
+        "1995\n"
+        "1996\n"
+        "1997\n"
+        "1998\n"
+        "1999\n"
+        "2000\n"
+        "ERROR: build failed\n"
+        "\n"
+        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 1982-2001 of 2001 (bytes 8798-8913 of 8913); not shown: lines 1-1981, bytes 0-8798; read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]\n'
+        "[exit code: 2]"
+    ),
+    "timeout": ("1\n2\n3\n4\n5\n\n[timed out after 300ms]\n[killed by signal: SIGTERM]"),
+    "killed": ("1\n2\n3\n4\n5\n\n[killed by signal: SIGKILL]"),
+    "utf8_at_cut": (
+        "ééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé\n"
+        "\n"
+        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown line 1 of 1 (bytes 282-401 of 401), line 1 from byte 282; not shown: bytes 0-282 (with the start of line 1); read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
+    ),
+    "marker_lookalike": ("done\n[killed by signal: SIGKILL]\n"),
+    "head_tail": (
+        "1\n"
+        "2\n"
+        "3\n"
+        "4\n"
+        "5\n"
+        "6\n"
+        "7\n"
+        "8\n"
+        "9\n"
+        "10\n"
+        "11\n"
+        "12\n"
+        "13\n"
+        "14\n"
+        "15\n"
+        "16\n"
+        "17\n"
+        "18\n"
+        "19\n"
+        "20\n"
+        "21\n"
+        "22\n"
+        "23\n"
+        '[... bytes 60-13838 not shown (13778 bytes); read them: artifact_read {"id": "art_ID1", "offset": 60} ...]\n'
+        "2990\n"
+        "2991\n"
+        "2992\n"
+        "2993\n"
+        "2994\n"
+        "2995\n"
+        "2996\n"
+        "2997\n"
+        "2998\n"
+        "2999\n"
+        "3000\n"
+        "\n"
+        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown first 60 and last 55 bytes of 13893; not shown: bytes 60-13838; read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
+    ),
+    "legacy": (
+        "2977\n"
+        "2978\n"
+        "2979\n"
+        "2980\n"
+        "2981\n"
+        "2982\n"
+        "2983\n"
+        "2984\n"
+        "2985\n"
+        "2986\n"
+        "2987\n"
+        "2988\n"
+        "2989\n"
+        "2990\n"
+        "2991\n"
+        "2992\n"
+        "2993\n"
+        "2994\n"
+        "2995\n"
+        "2996\n"
+        "2997\n"
+        "2998\n"
+        "2999\n"
+        "3000\n"
+        "\n"
+        "[output truncated; full output: <spill:stdout>]"
+    ),
+    "legacy_spill_off": (
+        "2977\n"
+        "2978\n"
+        "2979\n"
+        "2980\n"
+        "2981\n"
+        "2982\n"
+        "2983\n"
+        "2984\n"
+        "2985\n"
+        "2986\n"
+        "2987\n"
+        "2988\n"
+        "2989\n"
+        "2990\n"
+        "2991\n"
+        "2992\n"
+        "2993\n"
+        "2994\n"
+        "2995\n"
+        "2996\n"
+        "2997\n"
+        "2998\n"
+        "2999\n"
+        "3000\n"
+        "\n"
+        "[output truncated; full output: artifact://art_ID1]"
+    ),
+    "spill_off": (
+        "2978\n"
+        "2979\n"
+        "2980\n"
+        "2981\n"
+        "2982\n"
+        "2983\n"
+        "2984\n"
+        "2985\n"
+        "2986\n"
+        "2987\n"
+        "2988\n"
+        "2989\n"
+        "2990\n"
+        "2991\n"
+        "2992\n"
+        "2993\n"
+        "2994\n"
+        "2995\n"
+        "2996\n"
+        "2997\n"
+        "2998\n"
+        "2999\n"
+        "3000\n"
+        "\n"
+        '[output truncated; full output: artifact art_ID1; shown lines 2978-3000 of 3000 (bytes 13778-13893 of 13893); not shown: lines 1-2977, bytes 0-13778; read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
+    ),
+}
