@@ -18,6 +18,7 @@ its claim when the deadline passes. A reader racing a purge gets the bytes or a
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
@@ -28,6 +29,7 @@ from sqlalchemy import ColumnElement, delete, func, insert, or_, select, update
 
 from overspill.artifacts import audit
 from overspill.artifacts.blobs.base import BlobInfo
+from overspill.artifacts.content import is_segment_key
 from overspill.artifacts.db.models import Artifact, AuditEvent, Segment
 from overspill.artifacts.errors import StorageUnavailable
 from overspill.artifacts.records import GONE_STATES
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 
 _EXPIRABLE = ("complete", "capped", "incomplete", "failed")
 _MAX_LISTED = 100
+log = logging.getLogger(__name__)
 
 
 class SweepReport(BaseModel):
@@ -50,6 +53,7 @@ class SweepReport(BaseModel):
     writers_finalised: int = 0
     orphan_blobs: int = 0
     orphan_bytes: int = 0
+    foreign_skipped: int = 0  # blobs under the root that the store did not write
     partial_uploads: int = 0
     legacy_spill_files: int = 0
     errors: list[str] = Field(default_factory=list)
@@ -326,7 +330,7 @@ class Sweeper:
     def _reclaim_orphans(self, report: SweepReport) -> None:
         store = self._store
         cutoff = store.clock.now() - self.orphan_grace
-        for artifact_id, blobs in _by_artifact(store.blobs.list()):
+        for artifact_id, blobs in _by_artifact(self._ours(store.blobs.list(), report)):
             with store._read() as s:
                 known = set(
                     s.execute(
@@ -349,6 +353,16 @@ class Sweeper:
             report.orphan_bytes += sum(b.size for b in orphans)
             if not report.dry_run and orphans:
                 store.blobs.delete_many([b.key for b in orphans])
+
+    def _ours(self, blobs: Iterator[BlobInfo], report: SweepReport) -> Iterator[BlobInfo]:
+        """Only keys of the shape the store writes; anything else is left alone."""
+        for b in blobs:
+            if is_segment_key(b.key):
+                yield b
+                continue
+            report.foreign_skipped += 1
+            if report.foreign_skipped <= 5:
+                log.warning("cleanup: leaving %r alone: not a blob overspill wrote", b.key)
 
     def _partial_uploads(self, report: SweepReport) -> None:
         cutoff = self._store.clock.now() - self.orphan_grace

@@ -3,6 +3,7 @@ and the reconciler, on every backend pair, with an injected clock (no sleeping).
 
 from __future__ import annotations
 
+import os
 import threading
 from datetime import timedelta
 
@@ -340,3 +341,50 @@ def test_policy_views_inherit_and_can_be_removed(store: ArtifactStore, clock: Ma
     with pytest.raises(InvalidArgument, match="cannot exceed"):
         store.policies.set(ADMIN, PolicySpec(default_retention_s=10, max_retention_s=5))
     assert Principal(name="x").role == "agent"
+
+
+def test_cleanup_never_deletes_what_overspill_did_not_write(
+    store: ArtifactStore, clock: ManualClock
+) -> None:
+    from overspill.artifacts.blobs.local import LocalBlobStore
+
+    art = write_artifact(store, b"real")
+    store.pin(ALICE, art, "kept through the year below")
+    foreign = [
+        "README",
+        "backup/db_dump",
+        "keep.me.txt",
+        f"{art}/notes",
+        "art_x/0000000000000000_0",
+    ]
+    if isinstance(store.blobs, LocalBlobStore):
+        for name in foreign:
+            path = store.blobs.root / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"not overspill's")
+            os.utime(path, (0, 0))  # as old as can be
+        (store.blobs.root / ".tmp-someone-elses").write_bytes(b"x")
+        os.utime(store.blobs.root / ".tmp-someone-elses", (0, 0))
+        present = lambda: sorted(  # noqa: E731
+            str(p.relative_to(store.blobs.root)) for p in store.blobs.root.rglob("*") if p.is_file()
+        )
+    else:
+        client, bucket, prefix = store.blobs._client, store.blobs.bucket, store.blobs.prefix
+        for name in foreign:
+            client.put_object(Bucket=bucket, Key=prefix + name, Body=b"not overspill's")
+        present = (
+            lambda: sorted(  # noqa: E731
+                o["Key"][len(prefix) :]
+                for o in client.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", [])
+            )
+        )
+    before = present()
+    store.sweeper.orphan_grace = timedelta(0)
+    clock.advance(days=400)
+    for _ in range(2):  # a second pass works too: nothing made the first one fail
+        report = store.sweeper.run()
+
+        assert report.errors == [] and report.orphan_blobs == 0
+        assert report.foreign_skipped == len(foreign)
+    assert present() == before
+    assert store.read_bytes(ALICE, art, 0, 10) == b"real"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterable, Iterator
@@ -22,6 +23,8 @@ from overspill.artifacts.blobs.base import BlobInfo, BlobNotFound, check_key
 from overspill.artifacts.errors import StorageUnavailable
 
 _READ_CHUNK = 1024 * 1024
+# put()'s temporary names: ".tmp-<segment name>-<12 hex>".
+_OUR_TMP = re.compile(r"\.tmp-[0-9]{16}_[0-9a-f]{1,32}-[0-9a-f]{12}\Z")
 # Bytes per write(2). Measured, not guessed: on the Linux VMs this runs on, the
 # page cache takes 16 KiB writes markedly faster than larger ones (probably because
 # the write size sets the size of the folios the kernel allocates). Writing 1 GiB
@@ -223,7 +226,7 @@ class LocalBlobStore:
         cutoff = older_than.timestamp()
         for dirpath, _dirs, filenames in os.walk(self.root, followlinks=False):
             for name in filenames:
-                if not name.startswith(".tmp-"):
+                if not _OUR_TMP.match(name):  # only the temporary files put() makes
                     continue
                 path = os.path.join(dirpath, name)
                 try:

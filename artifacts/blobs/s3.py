@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from overspill.artifacts.blobs.base import BlobInfo, BlobNotFound, check_key
+from overspill.artifacts.content import is_segment_key
 from overspill.artifacts.errors import StorageUnavailable
 
 if TYPE_CHECKING:
@@ -142,6 +143,8 @@ class S3BlobStore:
             for up in resp.get("Uploads", []):
                 if up["Initiated"] >= older_than:
                     continue
+                if not is_segment_key(up["Key"][len(self.prefix) :].lstrip("/")):
+                    continue  # another tool's upload under the same prefix
                 aborted += 1
                 if not dry_run:
                     self._client.abort_multipart_upload(
