@@ -51,6 +51,9 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.store = store
+    # No redirect for a trailing slash: it was built from the Host header, so any
+    # Host a client sent came back as the place to go.
+    app.router.redirect_slashes = False
     app.state.metrics = Metrics()
     app.state.followers = FollowerLimit(max_followers)
     errors.install(app)
@@ -67,7 +70,15 @@ def create_app(
         request: Request, call_next: Callable[[Request], Awaitable[Response]]
     ) -> Response:
         started = time.perf_counter()
-        response = await call_next(request)
+        try:
+            response = await call_next(request)
+        except Exception:
+            # An unhandled error becomes a 500 outside this middleware: count it
+            # here, or /metrics would never show the errors that matter most.
+            route = request.scope.get("route")
+            path = getattr(route, "path", "unmatched")
+            request.app.state.metrics.requests.labels(request.method, path, "500").inc()
+            raise
         route = request.scope.get("route")
         path = getattr(route, "path", "unmatched")
         m: Metrics = request.app.state.metrics

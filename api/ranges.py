@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 
-_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+_RANGE = re.compile(r"^bytes=([0-9]*)-([0-9]*)$")
+_DIGITS = 18
 
 
 class RangeNotSatisfiable(Exception):
@@ -26,6 +27,12 @@ def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
     first, last = m.group(1), m.group(2)
     if not first and not last:
         return None
+    # More digits than any size has: a start past every end, a suffix of it all
+    # (and no 5,000-digit int() for a client to make us parse).
+    if len(first) > _DIGITS:
+        raise RangeNotSatisfiable
+    if len(last) > _DIGITS:
+        last = str(size) if not first else ""
     if not first:
         n = int(last)
         if n == 0 or size == 0:

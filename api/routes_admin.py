@@ -125,13 +125,13 @@ def list_owner_policies(store: StoreDep, admin: AdminDep) -> list[PolicyView]:
     return store.policies.list_owners()
 
 
-@router.get("/retention/owners/{owner}", response_model=PolicyView)
+@router.get("/retention/owners/{owner:path}", response_model=PolicyView)
 def get_owner_policy(owner: str, store: StoreDep, admin: AdminDep) -> PolicyView:
     """One owner's own policy (unset fields inherit the global one)."""
     return store.policies.get(_owner_path(owner))
 
 
-@router.put("/retention/owners/{owner}", response_model=PolicyResult)
+@router.put("/retention/owners/{owner:path}", response_model=PolicyResult)
 def set_owner_policy(
     owner: str, body: PolicyChange, store: StoreDep, admin: AdminDep
 ) -> PolicyResult:
@@ -143,7 +143,7 @@ def set_owner_policy(
     return PolicyResult(policy=view, updated_artifacts=n)
 
 
-@router.delete("/retention/owners/{owner}", status_code=204, response_class=Response)
+@router.delete("/retention/owners/{owner:path}", status_code=204, response_class=Response)
 def delete_owner_policy(owner: str, store: StoreDep, admin: AdminDep) -> Response:
     """Remove an owner's policy; the global one applies to it again."""
     store.policies.delete(admin, _owner_path(owner))

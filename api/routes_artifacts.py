@@ -217,11 +217,17 @@ def list_artifacts(
 
 
 def _aware(value: datetime | None) -> datetime | None:
+    """In UTC; a time that has no UTC form (year 1 at +14:00) is a clear 400."""
     from datetime import UTC
 
-    if value is None or value.tzinfo is not None:
+    if value is None:
         return value
-    return value.replace(tzinfo=UTC)
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise InvalidArgument(f"{value.isoformat()} is outside the range of dates") from None
 
 
 @router.get("/{artifact_id}", response_model=ArtifactInfo)

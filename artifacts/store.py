@@ -11,11 +11,13 @@ import base64
 import binascii
 import hashlib
 import json
+import os
 import secrets
+import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -50,6 +52,7 @@ from overspill.artifacts.errors import (
     StorageUnavailable,
 )
 from overspill.artifacts.ids import check_artifact_id, new_artifact_id
+from overspill.artifacts.inputs import check_source, check_text
 from overspill.artifacts.policies import Policies
 from overspill.artifacts.quotas import Quotas
 from overspill.artifacts.records import (
@@ -228,6 +231,15 @@ class ArtifactStore:
             raise InvalidArgument(f"max_bytes must be positive, got {max_bytes}")
         if not kind or len(kind) > 50:
             raise InvalidArgument("kind must be 1 to 50 characters")
+        for field, value in (
+            ("kind", kind),
+            ("name", name),
+            ("media_type", media_type),
+            ("session_id", session_id),
+            ("owner", owner),
+        ):
+            check_text(field, value)
+        source = check_source(source)
         _check_retention(retention)
         now = self.clock.now()
         owner_name = owner or principal.name
@@ -506,6 +518,8 @@ class ArtifactStore:
         """Finish an HTTP-uploaded artifact: compute its sha256 (one bounded pass over
         what is stored) and mark it final. ``total_bytes`` beyond the stored size
         (the producer saw more than the cap) makes it ``capped``."""
+        source_update = check_source(source_update, "source") if source_update else None
+        check_text("error", error)
         info = self.get(principal, artifact_id)
         if info.state != "writing":
             raise Conflict(f"artifact {artifact_id} is already {info.state}")
@@ -538,29 +552,10 @@ class ArtifactStore:
         with self._read() as s:
             row = self._load(s, principal, artifact_id)
         now = self.clock.now()
-        info = _info(row, now)
-        if info.state == "incomplete" and row.state == "writing":
-            self._mark_incomplete(artifact_id, now)
-        return info
-
-    def _mark_incomplete(self, artifact_id: str, now: datetime) -> None:
-        with self._write() as s:
-            s.execute(
-                update(Artifact)
-                .where(
-                    Artifact.id == artifact_id,
-                    Artifact.state == "writing",
-                    Artifact.lease_expires_at <= now,
-                )
-                .values(
-                    state="incomplete",
-                    completed_at=now,
-                    updated_at=now,
-                    lease_token=None,
-                    lease_expires_at=None,
-                    error="writer stopped before finishing (lease lapsed)",
-                )
-            )
+        # A read never writes: a lapsed lease shows as incomplete (the row says
+        # so once the reaper, holding the lease rules, finalises it), and a writer
+        # that was only stalled can still renew and finish.
+        return _info(row, now)
 
     def reap_stale_writers(self) -> int:
         """Mark every artifact whose writer's lease lapsed ``incomplete``."""
@@ -602,6 +597,8 @@ class ArtifactStore:
         cursor: str | None = None,
         with_total: bool = False,
     ) -> ArtifactPage:
+        for field, value in (("owner", owner), ("session_id", session_id), ("kind", kind)):
+            check_text(field, value)
         if limit < 1 or limit > MAX_PAGE:
             raise InvalidArgument(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
         if sort not in ("created", "size"):
@@ -1017,10 +1014,26 @@ def _check_retention(value: object) -> None:
 
 
 def _private_dir(path: Path) -> None:
+    """The data directory, 0700: made so, or tightened if it is ours and looser
+    (a home created by hand, or by an older release). One not ours is refused."""
     try:
         path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = path.lstat()
     except OSError as exc:
         raise StorageUnavailable(f"cannot create data directory {path}: {exc.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+        raise ConfigurationError(
+            f"data directory {path} is not a directory owned by this user; "
+            "set OVERSPILL_HOME to one that is"
+        )
+    if st.st_mode & 0o077:
+        try:
+            path.chmod(0o700)
+        except OSError as exc:
+            raise ConfigurationError(
+                f"data directory {path} is readable by others and cannot be made private: "
+                f"{exc.strerror}"
+            ) from None
 
 
 def _info(row: Artifact, now: datetime) -> ArtifactInfo:
@@ -1076,12 +1089,20 @@ def _decode_cursor(cursor: str, sort: SortKey) -> tuple[Any, str]:
         check_artifact_id(artifact_id)
         if sort == "created":
             parsed: Any = datetime.fromisoformat(value)
-        elif isinstance(value, int):
+            parsed.astimezone(UTC)  # a time with no UTC form cannot be a cursor
+        elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63:
             parsed = value
         else:
-            raise ValueError("size cursor needs an integer")
+            raise ValueError("size cursor needs an integer of 0 to 2**63-1")
         return parsed, artifact_id
-    except (ValueError, TypeError, binascii.Error, json.JSONDecodeError, InvalidArgument):
+    except (
+        ValueError,
+        TypeError,
+        OverflowError,
+        binascii.Error,
+        json.JSONDecodeError,
+        InvalidArgument,
+    ):
         raise InvalidArgument(f"invalid cursor {cursor[:40]!r} for sort {sort!r}") from None
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from datetime import UTC, datetime, timedelta
 
@@ -55,6 +56,9 @@ class IssuedToken(BaseModel):
 
 def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
+
+
+_TICKET = re.compile(r"[A-Za-z0-9_]{1,64}\.[0-9]{1,12}\.[A-Za-z0-9_-]{1,128}\Z")
 
 
 def _usable(row: ApiToken | None, now: datetime) -> bool:
@@ -123,7 +127,7 @@ class TokenStore:
 
     def authenticate(self, secret: str) -> Principal | None:
         """The principal behind a presented secret, or None if unknown/expired/revoked."""
-        if not secret.startswith(TOKEN_PREFIX):
+        if not secret.startswith(TOKEN_PREFIX) or not (secret.isascii() and secret.isprintable()):
             return None
         now = self._clock.now()
         with self._sessions() as s:
@@ -160,9 +164,9 @@ class TokenStore:
     def redeem(self, ticket: str, scope: str) -> Principal | None:
         """The principal a ticket acts for, or None if forged, expired, for another
         scope, or its token is revoked or expired."""
+        if len(ticket) > 200 or not _TICKET.match(ticket):
+            return None  # (a NUL or any odd byte never reaches the database)
         parts = ticket.split(".")
-        if len(parts) != 3 or not parts[1].isdigit() or len(ticket) > 200:
-            return None
         token_id, expires_s, mac = parts[0], int(parts[1]), parts[2]
         now = self._clock.now()
         if expires_s <= now.timestamp():

@@ -131,6 +131,7 @@ class ArtifactWriter:
         self._closing = False
         self._result: WriteResult | None = None
         self.error: str | None = None
+        self._failure: OverspillError | None = None  # the store's own error, if it was one
         self.stopped: str | None = None  # why storing stopped early (quota), if it did
         self._last_renew = time.monotonic()
         self._thread = threading.Thread(target=self._run, name=f"writer-{artifact_id}", daemon=True)
@@ -161,7 +162,7 @@ class ArtifactWriter:
         if self._closing:
             raise Conflict(f"artifact {self.id} writer is closed")
         if self.error:
-            raise StorageUnavailable(self.error)
+            raise self._error_to_raise()
         n = len(data)
         self._total += n
         room = self._max_bytes - self._accepted
@@ -183,6 +184,14 @@ class ArtifactWriter:
                     self._enqueue_buffer_locked(wait=True)
             view = view[len(piece) :]
 
+    def _error_to_raise(self) -> OverspillError:
+        """A lost race (another appender got the offset first, the lease went)
+        stays a Conflict for the caller, with the current size; anything else
+        means the bytes could not be stored."""
+        if isinstance(self._failure, Conflict):
+            return self._failure
+        return StorageUnavailable(self.error or "storage failed")
+
     def flush(self) -> None:
         """Publish everything written so far and wait until readers can see it."""
         with self._cond:
@@ -196,7 +205,7 @@ class ArtifactWriter:
             finally:
                 self._flush_requests -= 1
         if self.error:
-            raise StorageUnavailable(self.error)
+            raise self._error_to_raise()
 
     def close(
         self,
@@ -362,12 +371,15 @@ class ArtifactWriter:
             self._cond.wait(remaining)
         return self._pending.popleft() if self._pending else None
 
-    def _fail(self, message: str, *, quota: bool = False) -> None:
+    def _fail(
+        self, message: str, *, quota: bool = False, cause: OverspillError | None = None
+    ) -> None:
         with self._cond:
             if quota:
                 self.stopped = message
             else:
                 self.error = message
+                self._failure = cause
             self._in_flight = 0
             self._pending.clear()
             self._staged.clear()
@@ -404,7 +416,7 @@ class ArtifactWriter:
             self._publish_remaining_then_stop(exc.message)
             return
         except OverspillError as exc:
-            self._fail(exc.message)
+            self._fail(exc.message, cause=exc)
             return
         except Exception as exc:  # a bug or an unexpected driver error: never hang the producer
             self._fail(f"storage failed: {type(exc).__name__}: {exc}")
@@ -433,7 +445,7 @@ class ArtifactWriter:
         try:
             published, stop = self._target.publish(batch)
         except OverspillError as exc:
-            self._fail(exc.message)
+            self._fail(exc.message, cause=exc)
             return
         except Exception as exc:  # never hang the producer
             self._fail(f"storage failed: {type(exc).__name__}: {exc}")

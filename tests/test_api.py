@@ -439,3 +439,112 @@ def test_ui_pages_carry_a_strict_content_security_policy(api: Api) -> None:
 def test_ui_assets_outside_the_shipped_set_are_404(api: Api, name: str) -> None:
     r = api.client.get(f"/static/{name}")
     assert r.status_code == 404
+
+
+def _cursor(value: object) -> str:
+    import base64
+    import json
+
+    raw = json.dumps([value, "art_" + "0" * 26]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def test_hostile_input_is_a_clear_4xx_on_every_database(api: Api) -> None:
+    h = api.h(api.alice)
+    nested: dict[str, object] = {}
+    for _ in range(256):
+        nested = {"x": nested}
+    cases = [
+        ("GET", "/v1/artifacts", {"params": {"sort": "size", "cursor": _cursor(2**70)}}, 400),
+        ("GET", "/v1/artifacts", {"params": {"sort": "size", "cursor": _cursor(True)}}, 400),
+        (
+            "GET",
+            "/v1/artifacts",
+            {"params": {"sort": "created", "cursor": _cursor("0001-01-01T00:00:00+14:00")}},
+            400,
+        ),
+        ("GET", "/v1/artifacts", {"params": {"created_after": "0001-01-01T00:00:00+14:00"}}, 400),
+        ("GET", "/v1/artifacts", {"params": {"created_before": "9999-12-31T23:59:59-14:00"}}, 400),
+        ("GET", "/v1/artifacts", {"params": {"session_id": "a\x00b"}}, 400),
+        ("POST", "/v1/artifacts", {"json": {"name": "a\x00b"}}, 400),
+        ("POST", "/v1/artifacts", {"json": {"source": {"cmd": "a\x00b"}}}, 400),
+        ("POST", "/v1/artifacts", {"json": {"source": nested}}, 400),
+        ("POST", "/v1/artifacts", {"json": {"source": {"big": "x" * 100_000}}}, 400),
+    ]
+    for method, path, kwargs, status in cases:
+        r = api.client.request(method, path, headers=h, **kwargs)  # type: ignore[arg-type]
+        assert r.status_code == status, (kwargs, r.status_code, r.text)
+        assert r.json()["error"]["message"], kwargs
+    assert api.client.get("/v1/artifacts", headers=h).status_code == 200  # nothing was stored
+    art = _upload(api, b"0123456789")
+    for rng in ("bytes=" + "9" * 5000 + "-", "bytes=-" + "9" * 5000, "bytes=0-" + "9" * 5000):
+        r = api.client.get(f"/v1/artifacts/{art}/content", headers={**h, "Range": rng})
+        assert r.status_code in (200, 206, 416), (rng, r.status_code)
+    r = api.client.get(f"/v1/artifacts/{art}/content", params={"ticket": "tok_\x00." + "1" * 10})
+    assert r.status_code == 401
+
+
+def test_racing_appends_at_one_offset_leave_one_winner_and_a_409(api: Api) -> None:
+    import threading
+
+    h = api.h(api.alice)
+    art = api.client.post("/v1/artifacts", json={}, headers=h).json()["id"]
+    statuses: list[int] = []
+    bodies: list[dict[str, object]] = []
+    barrier = threading.Barrier(4)
+
+    def append(i: int) -> None:
+        barrier.wait()
+        r = api.client.patch(
+            f"/v1/artifacts/{art}/content",
+            params={"offset": 0},
+            content=b"x" * (1000 + i),
+            headers=h,
+        )
+        statuses.append(r.status_code)
+        bodies.append(r.json())
+
+    threads = [threading.Thread(target=append, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(statuses) == [200, 409, 409, 409], bodies
+    size = api.client.get(f"/v1/artifacts/{art}", headers=h).json()["size_bytes"]
+    for body, status in zip(bodies, statuses, strict=True):
+        if status == 409:
+            assert body["error"]["code"] == "offset_conflict"  # type: ignore[index]
+            assert body["error"]["current_size"] == size  # type: ignore[index]
+
+
+def test_a_server_error_is_counted_in_the_metrics(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fastapi.testclient import TestClient
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(api.store, "usage", broken)
+    client = TestClient(api.app, raise_server_exceptions=False)
+    assert client.get("/v1/admin/usage", headers=api.h(api.admin)).status_code == 500
+    text = client.get("/metrics").text
+    assert 'route="/v1/admin/usage",status="500"' in text
+
+
+def test_a_trailing_slash_is_not_redirected_to_the_host_a_client_named(api: Api) -> None:
+    r = api.client.get(
+        "/v1/artifacts/",
+        headers={**api.h(api.alice), "Host": "evil.example"},
+        follow_redirects=False,
+    )
+    assert r.status_code == 404 and "location" not in r.headers
+
+
+def test_policies_address_owners_with_a_slash(api: Api) -> None:
+    h = api.h(api.admin)
+    path = "/v1/admin/retention/owners/agent:team/ci"
+    r = api.client.put(path, json={"default_retention_s": 3600}, headers=h)
+    assert r.status_code == 200, r.text
+    assert api.client.get(path, headers=h).json()["owner"] == "agent:team/ci"
+    assert api.client.delete(path, headers=h).status_code == 204

@@ -357,6 +357,14 @@ def test_cleanup_never_deletes_what_overspill_did_not_write(
         f"{art}/notes",
         "art_x/0000000000000000_0",
     ]
+
+    def present() -> list[str]:
+        if isinstance(store.blobs, LocalBlobStore):
+            root = store.blobs.root
+            return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+        listing = client.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", [])
+        return sorted(o["Key"][len(prefix) :] for o in listing)
+
     if isinstance(store.blobs, LocalBlobStore):
         for name in foreign:
             path = store.blobs.root / name
@@ -365,19 +373,10 @@ def test_cleanup_never_deletes_what_overspill_did_not_write(
             os.utime(path, (0, 0))  # as old as can be
         (store.blobs.root / ".tmp-someone-elses").write_bytes(b"x")
         os.utime(store.blobs.root / ".tmp-someone-elses", (0, 0))
-        present = lambda: sorted(  # noqa: E731
-            str(p.relative_to(store.blobs.root)) for p in store.blobs.root.rglob("*") if p.is_file()
-        )
     else:
         client, bucket, prefix = store.blobs._client, store.blobs.bucket, store.blobs.prefix
         for name in foreign:
             client.put_object(Bucket=bucket, Key=prefix + name, Body=b"not overspill's")
-        present = (
-            lambda: sorted(  # noqa: E731
-                o["Key"][len(prefix) :]
-                for o in client.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", [])
-            )
-        )
     before = present()
     store.sweeper.orphan_grace = timedelta(0)
     clock.advance(days=400)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -406,3 +407,16 @@ def test_newline_counts_agree_with_bytes_count_at_any_length_and_end(
     assert count_newlines(memoryview(bytearray(big))[:end]) == big[:end].count(b"\n")
     assert count_newlines(big[1:]) == big[1:].count(b"\n")
     assert count_newlines(memoryview(bytearray(big))[: len(big) + 5]) == big.count(b"\n")
+
+
+def test_a_loose_data_directory_is_made_private(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    from overspill.artifacts.config import StoreSettings
+
+    home = tmp_path / "home"
+    home.mkdir(mode=0o755)
+    os.chmod(home, 0o755)
+    ArtifactStore.open(StoreSettings(home=home)).close()
+    assert stat.S_IMODE(os.stat(home).st_mode) == 0o700
