@@ -489,14 +489,16 @@ def cmd_retention(args: argparse.Namespace) -> int:
             raise CliError(f"a policy duration must be a length of time, got {v!r}")
         return r
 
-    spec = PolicySpec(
-        default_retention_s=secs(args.default),
-        max_retention_s=secs(args.max),
-        allow_forever=args.allow_forever,
-        quota_bytes=args.quota,
-        max_artifact_bytes=args.max_artifact_bytes,
-        over_quota=args.over_quota,
-    )
+    given = {
+        "default_retention_s": secs(args.default),
+        "max_retention_s": secs(args.max),
+        "allow_forever": True if args.allow_forever else None,
+        "quota_bytes": args.quota,
+        "max_artifact_bytes": args.max_artifact_bytes,
+        "over_quota": args.over_quota,
+    }
+    # Only what was given changes: `--default 1d` keeps the quota that is set.
+    spec = PolicySpec(**{k: v for k, v in given.items() if v is not None})
     preview = backend.preview_policy(spec, args.owner)
     t = preview.total
     print(
@@ -671,7 +673,7 @@ def build_parser() -> argparse.ArgumentParser:
     rset.add_argument("--allow-forever", action="store_true")
     rset.add_argument("--quota", type=int, help="bytes per owner")
     rset.add_argument("--max-artifact-bytes", type=int)
-    rset.add_argument("--over-quota", choices=["reject", "evict"], default="reject")
+    rset.add_argument("--over-quota", choices=["reject", "evict"], help="when over the quota")
     rset.add_argument("--apply-to-existing", action="store_true")
     rset.add_argument("--preview", action="store_true", help="only show what would expire")
     ret.set_defaults(func=cmd_retention)

@@ -114,7 +114,7 @@ def get_global_policy(store: StoreDep, admin: AdminDep) -> PolicyView:
 @router.put("/retention", response_model=PolicyResult)
 def set_global_policy(body: PolicyChange, store: StoreDep, admin: AdminDep) -> PolicyResult:
     """Set the global policy; new artifacts use it, existing ones only with apply_to_existing."""
-    spec = PolicySpec(**body.model_dump(exclude={"apply_to_existing"}))
+    spec = PolicySpec(**body.model_dump(exclude_unset=True, exclude={"apply_to_existing"}))
     view, n = store.policies.set(admin, spec, GLOBAL, apply_to_existing=body.apply_to_existing)
     return PolicyResult(policy=view, updated_artifacts=n)
 
@@ -136,7 +136,7 @@ def set_owner_policy(
     owner: str, body: PolicyChange, store: StoreDep, admin: AdminDep
 ) -> PolicyResult:
     """Set one owner's policy."""
-    spec = PolicySpec(**body.model_dump(exclude={"apply_to_existing"}))
+    spec = PolicySpec(**body.model_dump(exclude_unset=True, exclude={"apply_to_existing"}))
     view, n = store.policies.set(
         admin, spec, _owner_path(owner), apply_to_existing=body.apply_to_existing
     )
@@ -154,7 +154,7 @@ def delete_owner_policy(owner: str, store: StoreDep, admin: AdminDep) -> Respons
 def preview_policy(body: PreviewRequest, store: StoreDep, admin: AdminDep) -> Preview:
     """What would expire now, within 24 h and within 7 d, per owner, if this policy
     were set and applied to existing artifacts. Changes nothing."""
-    spec = PolicySpec(**body.model_dump(exclude={"owner"}))
+    spec = PolicySpec(**body.model_dump(exclude_unset=True, exclude={"owner"}))
     return store.policies.preview(spec, _owner_path(body.owner) if body.owner else GLOBAL)
 
 

@@ -38,7 +38,11 @@ _BATCH = 1000
 
 
 class PolicySpec(BaseModel):
-    """A policy as admins write it. Unset (None) fields inherit from the level above."""
+    """A policy as admins write it. None fields inherit from the level above.
+
+    Setting a policy changes only the fields the spec was given (pydantic's
+    ``model_fields_set``), so ``--default 1d`` keeps a quota; a field given as
+    None is cleared."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -157,8 +161,8 @@ class Policies:
             if row is None:
                 row = RetentionPolicy(owner=owner, updated_at=now, updated_by=admin.name)
                 s.add(row)
-            for field, value in spec.model_dump().items():
-                setattr(row, field, value)
+            for field in spec.model_fields_set:
+                setattr(row, field, getattr(spec, field))
             row.updated_at = now
             row.updated_by = admin.name
             audit.record(
@@ -169,7 +173,7 @@ class Policies:
                 owner=None if owner == GLOBAL else owner,
                 scope=owner,
                 apply_to_existing=apply_to_existing,
-                **spec.model_dump(),
+                **spec.model_dump(include=spec.model_fields_set),
             )
         changed = self._apply(owner, now) if apply_to_existing else 0
         return self.get(owner), changed
@@ -264,7 +268,10 @@ def _with_change(
     """The effective policy for ``artifact_owner`` if ``spec`` were stored at ``scope``."""
     glob = s.get(RetentionPolicy, GLOBAL)
     own = s.get(RetentionPolicy, artifact_owner)
-    as_row = RetentionPolicy(owner=scope, **spec.model_dump())
+    stored = s.get(RetentionPolicy, scope)
+    values = {f: getattr(stored, f) for f in PolicySpec.model_fields} if stored else {}
+    values.update(spec.model_dump(include=spec.model_fields_set))
+    as_row = RetentionPolicy(owner=scope, **PolicySpec(**values).model_dump())
     if scope == GLOBAL:
         glob = as_row
     elif scope == artifact_owner:

@@ -68,19 +68,22 @@ def merge_policy(
         max_s, msrc = glob.max_retention_s, "global ceiling"
     if max_s is not None and default > max_s:
         default, dsrc = max_s, msrc or dsrc
+    quota_row = own if own is not None and own.quota_bytes is not None else glob
     return Policy(
         default_s=default,
         default_source=dsrc,
         max_s=max_s,
         max_source=msrc,
         allow_forever=bool((glob and glob.allow_forever) or (own and own.allow_forever)),
-        quota_bytes=own.quota_bytes if own is not None else (glob.quota_bytes if glob else None),
+        # An owner row that leaves the quota unset inherits it (and what to do over
+        # it) from the global row: a retention-only row must not lift a quota.
+        quota_bytes=quota_row.quota_bytes if quota_row is not None else None,
         max_artifact_bytes=(
             own.max_artifact_bytes
             if own is not None and own.max_artifact_bytes is not None
             else (glob.max_artifact_bytes if glob else None)
         ),
-        over_quota=own.over_quota if own is not None else (glob.over_quota if glob else "reject"),
+        over_quota=quota_row.over_quota if quota_row is not None else "reject",
     )
 
 

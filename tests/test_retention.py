@@ -387,3 +387,31 @@ def test_cleanup_never_deletes_what_overspill_did_not_write(
         assert report.foreign_skipped == len(foreign)
     assert present() == before
     assert store.read_bytes(ALICE, art, 0, 10) == b"real"
+
+
+def test_an_owner_row_that_sets_only_retention_keeps_the_global_quota(
+    store: ArtifactStore,
+) -> None:
+    from overspill.artifacts.errors import QuotaExceeded
+
+    store.policies.set(ADMIN, PolicySpec(quota_bytes=10))
+    store.policies.set(ADMIN, PolicySpec(default_retention_s=DAY), ALICE.name)
+    policy = store.policies.effective(ALICE.name)
+    assert policy.quota_bytes == 10 and policy.default_s == DAY
+    w = store.open_writer(ALICE)
+    w.write(b"x" * 1000)
+    result = w.close()
+    assert result.state == "capped" and result.size_bytes <= 10
+    write_artifact(store, b"y" * 5)
+    with pytest.raises(QuotaExceeded):
+        for _ in range(5):
+            write_artifact(store, b"z" * 5)
+
+
+def test_setting_a_policy_changes_only_the_fields_given(store: ArtifactStore) -> None:
+    store.policies.set(ADMIN, PolicySpec(quota_bytes=10_000, over_quota="evict"), ALICE.name)
+    view, _ = store.policies.set(ADMIN, PolicySpec(default_retention_s=DAY), ALICE.name)
+    assert view.quota_bytes == 10_000 and view.over_quota == "evict"
+    assert view.default_retention_s == DAY
+    view, _ = store.policies.set(ADMIN, PolicySpec(quota_bytes=None), ALICE.name)  # cleared
+    assert view.quota_bytes is None and view.default_retention_s == DAY
