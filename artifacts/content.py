@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session, sessionmaker
 
 from overspill.artifacts.blobs.base import BlobNotFound, BlobStore
 from overspill.artifacts.db.models import Segment
+from overspill.artifacts.db.unit import Database
 from overspill.artifacts.errors import InvalidRange
 
 _BATCH = 256
@@ -59,14 +59,14 @@ class SegmentRef:
 class Content:
     def __init__(
         self,
-        sessions: sessionmaker[Session],
+        db: Database,
         blobs: BlobStore,
         artifact_id: str,
         size: int,
         line_count: int,
         on_missing: Callable[[], Exception],
     ) -> None:
-        self._sessions = sessions
+        self._db = db
         self._blobs = blobs
         self.artifact_id = artifact_id
         self.size = size
@@ -77,7 +77,7 @@ class Content:
 
     def _segments_from(self, start: int) -> Iterator[SegmentRef]:
         """Segments overlapping [start, size), in order, fetched in small batches."""
-        with self._sessions() as s:
+        with self._db.read() as s:
             first = s.execute(
                 select(Segment)
                 .where(Segment.artifact_id == self.artifact_id, Segment.offset <= start)
@@ -88,7 +88,7 @@ class Content:
             batch = [_ref(first)] if first is not None and first.offset + first.size > start else []
         yield from batch
         while True:
-            with self._sessions() as s:
+            with self._db.read() as s:
                 rows = (
                     s.execute(
                         select(Segment)
@@ -147,7 +147,7 @@ class Content:
         if number == 1:
             return 0 if self.size > 0 else None
         want = number - 1  # newlines that precede the line
-        with self._sessions() as s:
+        with self._db.read() as s:
             seg = s.execute(
                 select(Segment)
                 .where(
@@ -180,7 +180,7 @@ class Content:
         """1-based number of the line that contains byte ``offset``."""
         if offset <= 0:
             return 1
-        with self._sessions() as s:
+        with self._db.read() as s:
             seg = s.execute(
                 select(Segment)
                 .where(Segment.artifact_id == self.artifact_id, Segment.offset <= offset)

@@ -15,15 +15,14 @@ import os
 import secrets
 import stat
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from sqlalchemy import ColumnElement, Engine, and_, func, or_, select, tuple_, update
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from overspill.artifacts import audit, grep, reads
 from overspill.artifacts.blobs.base import AppendableBlobStore, BlobStore
@@ -33,13 +32,13 @@ from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.content import Content, segment_key, segment_key_base
 from overspill.artifacts.db.engine import (
     SCHEMA_HEAD,
-    WRITE_LOCK,
     check_database,
     ensure_schema,
     make_engine,
     schema_revision,
 )
 from overspill.artifacts.db.models import Artifact, Segment
+from overspill.artifacts.db.unit import Database
 from overspill.artifacts.errors import (
     ConfigurationError,
     Conflict,
@@ -92,14 +91,12 @@ class ArtifactStore:
         # Where the backend can grow a blob, a publish batch's segments share one.
         self._appender = blobs if isinstance(blobs, AppendableBlobStore) else None
         self.clock: Clock = clock or SystemClock()
-        self._sessions = sessionmaker(engine, expire_on_commit=False)
-        self._locked_sessions = sessionmaker(
-            engine.execution_options(**{WRITE_LOCK: True}), expire_on_commit=False
-        )
+        self.db = Database(engine)
+        self._sessions = self.db.sessions
         self.quotas = Quotas(self)
         self.policies = Policies(self)
         self.sweeper = Sweeper(self)
-        self.tokens = TokenStore(self._locked_sessions, self.clock)
+        self.tokens = TokenStore(self.db, self.clock)
 
     @classmethod
     def open(cls, settings: StoreSettings, clock: Clock | None = None) -> ArtifactStore:
@@ -124,21 +121,11 @@ class ArtifactStore:
 
     # -- transactions ----------------------------------------------------------------
 
-    @contextmanager
-    def _read(self) -> Iterator[Session]:
-        try:
-            with self._sessions() as s:
-                yield s
-        except OperationalError as exc:
-            raise StorageUnavailable(f"database unavailable: {_first_line(exc)}") from None
+    def _read(self) -> AbstractContextManager[Session]:
+        return self.db.read()
 
-    @contextmanager
-    def _write(self) -> Iterator[Session]:
-        try:
-            with self._locked_sessions.begin() as s:
-                yield s
-        except OperationalError as exc:
-            raise StorageUnavailable(f"database unavailable: {_first_line(exc)}") from None
+    def _write(self) -> AbstractContextManager[Session]:
+        return self.db.write()
 
     # -- writing ---------------------------------------------------------------------
 
@@ -822,9 +809,7 @@ class ArtifactStore:
                 return exc
             return StorageUnavailable(f"artifact {info.id}: a stored segment is missing")
 
-        return Content(
-            self._sessions, self.blobs, info.id, info.size_bytes, info.line_count, missing
-        )
+        return Content(self.db, self.blobs, info.id, info.size_bytes, info.line_count, missing)
 
     def open_content(self, principal: Principal, artifact_id: str) -> tuple[ArtifactInfo, Content]:
         """Metadata and a stable byte view of what is stored now (streaming downloads)."""
@@ -1104,9 +1089,3 @@ def _decode_cursor(cursor: str, sort: SortKey) -> tuple[Any, str]:
         InvalidArgument,
     ):
         raise InvalidArgument(f"invalid cursor {cursor[:40]!r} for sort {sort!r}") from None
-
-
-def _first_line(exc: SQLAlchemyError) -> str:
-    orig = getattr(exc, "orig", None) or exc
-    text = str(orig).strip()
-    return text.splitlines()[0] if text else type(orig).__name__

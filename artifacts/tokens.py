@@ -21,10 +21,10 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session, sessionmaker
 
 from overspill.artifacts.clock import Clock
 from overspill.artifacts.db.models import ApiToken
+from overspill.artifacts.db.unit import Database
 from overspill.artifacts.errors import InvalidArgument, NotFound
 from overspill.artifacts.records import ROLES, Principal
 
@@ -88,8 +88,8 @@ def _info(row: ApiToken) -> TokenInfo:
 
 
 class TokenStore:
-    def __init__(self, sessions: sessionmaker[Session], clock: Clock) -> None:
-        self._sessions = sessions
+    def __init__(self, db: Database, clock: Clock) -> None:
+        self._db = db
         self._clock = clock
 
     def create(
@@ -121,7 +121,7 @@ class TokenStore:
             created_by=created_by,
             expires_at=now + timedelta(seconds=expires_in_s) if expires_in_s else None,
         )
-        with self._sessions.begin() as s:
+        with self._db.write() as s:
             s.add(row)
         return IssuedToken(token=secret, info=_info(row))
 
@@ -130,7 +130,7 @@ class TokenStore:
         if not secret.startswith(TOKEN_PREFIX) or not (secret.isascii() and secret.isprintable()):
             return None
         now = self._clock.now()
-        with self._sessions() as s:
+        with self._db.read() as s:
             row = s.execute(
                 select(ApiToken).where(ApiToken.token_sha256 == _digest(secret))
             ).scalar_one_or_none()
@@ -141,7 +141,7 @@ class TokenStore:
             stale = row.last_used_at is None or now - row.last_used_at > _LAST_USED_RESOLUTION
             token_id = row.id
         if stale:
-            with self._sessions.begin() as s:
+            with self._db.write() as s:
                 tok = s.get(ApiToken, token_id)
                 if tok is not None:
                     tok.last_used_at = now
@@ -151,7 +151,7 @@ class TokenStore:
         """A ticket for ``scope`` that acts as the token's principal for ``ttl_s``."""
         if not 0 < ttl_s <= MAX_TICKET_S:
             raise InvalidArgument(f"ticket lifetime must be 1..{MAX_TICKET_S} seconds")
-        with self._sessions() as s:
+        with self._db.read() as s:
             row = s.execute(
                 select(ApiToken).where(ApiToken.token_sha256 == _digest(secret))
             ).scalar_one_or_none()
@@ -171,7 +171,7 @@ class TokenStore:
         now = self._clock.now()
         if expires_s <= now.timestamp():
             return None
-        with self._sessions() as s:
+        with self._db.read() as s:
             row = s.get(ApiToken, token_id)
             if not _usable(row, now):
                 return None
@@ -182,12 +182,12 @@ class TokenStore:
             return Principal(name=row.principal, role=row.role)  # type: ignore[arg-type]
 
     def list(self) -> list[TokenInfo]:
-        with self._sessions() as s:
+        with self._db.read() as s:
             rows = s.execute(select(ApiToken).order_by(ApiToken.created_at)).scalars().all()
         return [_info(r) for r in rows]
 
     def revoke(self, token_id: str) -> TokenInfo:
-        with self._sessions.begin() as s:
+        with self._db.write() as s:
             row = s.get(ApiToken, token_id)
             if row is None:
                 raise NotFound(f"token {token_id} not found")
@@ -196,7 +196,7 @@ class TokenStore:
             return _info(row)
 
     def count_active(self) -> int:
-        with self._sessions() as s:
+        with self._db.read() as s:
             return int(
                 s.execute(
                     select(func.count()).select_from(ApiToken).where(ApiToken.revoked_at.is_(None))

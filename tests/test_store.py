@@ -381,8 +381,11 @@ def test_an_unsupported_database_url_is_a_configuration_error(tmp_path) -> None:
     from overspill.artifacts.config import StoreSettings
     from overspill.artifacts.errors import ConfigurationError
 
-    with pytest.raises(ConfigurationError, match="unsupported database URL 'mysql://u@h/d'"):
+    with pytest.raises(
+        ConfigurationError, match=r"unsupported database URL 'mysql://u:\*\*\*@h/d'"
+    ) as e:
         ArtifactStore.open(StoreSettings(home=tmp_path, database_url="mysql://u:pw@h/d"))
+    assert "pw" not in str(e.value)
 
 
 def test_bad_settings_name_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -420,3 +423,46 @@ def test_a_loose_data_directory_is_made_private(tmp_path: Path) -> None:
     os.chmod(home, 0o755)
     ArtifactStore.open(StoreSettings(home=home)).close()
     assert stat.S_IMODE(os.stat(home).st_mode) == 0o700
+
+
+def test_several_processes_starting_on_a_fresh_home_all_succeed(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
+    env["OVERSPILL_HOME"] = str(tmp_path / "fresh")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "overspill.api.cli", "ls"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(6)
+    ]
+    results = [(*p.communicate(timeout=120), p.returncode) for p in procs]
+    assert [r[2] for r in results] == [0] * 6, [r[1].decode() for r in results]
+
+
+def test_a_database_that_is_down_is_storage_unavailable_for_tokens_and_content(
+    store: ArtifactStore,
+) -> None:
+    from sqlalchemy import event
+
+    from overspill.artifacts.errors import StorageUnavailable
+
+    art = write_artifact(store, b"x\n")
+    _, content = store.open_content(ALICE, art)
+    store.engine.dispose()
+    dbapi = store.engine.dialect.dbapi
+
+    @event.listens_for(store.engine, "do_connect")
+    def down(*args: object) -> None:
+        raise dbapi.OperationalError("the database is down")  # type: ignore[union-attr]
+
+    with pytest.raises(StorageUnavailable, match="database unavailable"):
+        store.tokens.authenticate("ovs_" + "x" * 40)
+    with pytest.raises(StorageUnavailable, match="database unavailable"):
+        content.read(0, 2)
+    event.remove(store.engine, "do_connect", down)

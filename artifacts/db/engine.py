@@ -8,6 +8,8 @@ failing. PostgreSQL is the scale-out choice (psycopg 3).
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +92,8 @@ def check_database(engine: Engine) -> None:
             conn.execute(text("SELECT 1"))
     except OperationalError as exc:
         raise StorageUnavailable(
-            f"database {_redact(str(engine.url))} unreachable: {_first_line(exc)}"
+            f"database {engine.url.render_as_string(hide_password=True)} unreachable: "
+            f"{first_line(exc)}"
         ) from None
 
 
@@ -104,9 +107,33 @@ def schema_revision(engine: Engine) -> str | None:
 
 
 def ensure_schema(engine: Engine) -> None:
-    """Upgrade only when needed, so a start on a current database skips Alembic."""
-    if schema_revision(engine) != SCHEMA_HEAD:
-        upgrade(engine)
+    """Upgrade only when needed, so a start on a current database skips Alembic.
+
+    Several processes may start on a fresh home at once (agents launching
+    commands in parallel); on SQLite they take turns through a lock file beside
+    the database, where an unlocked race ended 1-2 of 6 with "database is
+    locked". PostgreSQL migrations take an advisory lock in migrations/env.py."""
+    if schema_revision(engine) == SCHEMA_HEAD:
+        return
+    with _sqlite_migration_lock(engine):
+        if schema_revision(engine) != SCHEMA_HEAD:  # another process may have done it
+            upgrade(engine)
+
+
+@contextmanager
+def _sqlite_migration_lock(engine: Engine) -> Iterator[None]:
+    path = engine.url.database if engine.dialect.name == "sqlite" else None
+    if not path or path == ":memory:":
+        yield
+        return
+    import fcntl
+
+    fd = os.open(f"{path}.migrate-lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def upgrade(engine: Engine, revision: str = "head") -> None:
@@ -122,16 +149,18 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
         command.upgrade(cfg, revision)
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The driver's own first line of an error (never a URL with its password)."""
     orig = getattr(exc, "orig", None) or exc
     return str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
 
 
 def _redact(url: str) -> str:
-    # Never echo a password from a URL into logs or error messages.
-    if "@" in url and "://" in url:
-        scheme, rest = url.split("://", 1)
-        creds, host = rest.rsplit("@", 1)
-        user = creds.split(":", 1)[0]
-        return f"{scheme}://{user}@{host}"
-    return url
+    """The URL without its password (SQLAlchemy's own rendering); one too broken
+    to parse is not echoed at all, since it could hold a password anywhere."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # any parse failure: say nothing of its text
+        return "(a URL that could not be parsed)"

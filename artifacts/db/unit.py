@@ -1,0 +1,49 @@
+"""Transactions, and the one place database errors become store errors.
+
+Every service of the store (artifacts, content reads, tokens, policies, the
+sweeper) opens its sessions here, so a database that is down is always a
+StorageUnavailable (HTTP 503) and a value the database refuses is always an
+InvalidArgument (HTTP 400), never a raw driver error and a 500. Reads never take
+SQLite's write lock; writes take it up front (they read, then write).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import DataError, DBAPIError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from overspill.artifacts.db.engine import WRITE_LOCK, first_line
+from overspill.artifacts.errors import InvalidArgument, StorageUnavailable
+
+
+class Database:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.sessions = sessionmaker(engine, expire_on_commit=False)
+        self._locked = sessionmaker(
+            engine.execution_options(**{WRITE_LOCK: True}), expire_on_commit=False
+        )
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        with translated(), self.sessions() as s:
+            yield s
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        with translated(), self._locked.begin() as s:
+            yield s
+
+
+@contextmanager
+def translated() -> Iterator[None]:
+    try:
+        yield
+    except DataError as exc:  # e.g. a value out of the column's range
+        raise InvalidArgument(f"the database refused a value: {first_line(exc)}") from None
+    except (OperationalError, DBAPIError) as exc:
+        raise StorageUnavailable(f"database unavailable: {first_line(exc)}") from None
