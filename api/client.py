@@ -425,7 +425,14 @@ class _RemoteStream:
         error: str | None,
         source_update: dict[str, Any] | None,
     ) -> None:
-        self._client.complete(self._id, total_bytes=total, source=source_update, error=error)
+        # /complete's "error" marks an upload failed; a quota stop is not a failure
+        # (the stored prefix stands, and the total beyond it makes it capped).
+        self._client.complete(
+            self._id,
+            total_bytes=total,
+            source=source_update,
+            error=error if state == "failed" else None,
+        )
 
     def write(self, data: bytes | memoryview) -> None:
         self._writer.write(data)

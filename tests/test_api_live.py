@@ -173,3 +173,24 @@ def test_the_cli_in_server_mode(server: tuple[Api, str]) -> None:
     assert (
         down.returncode == 1 and b"unreachable" in down.stderr and b"Traceback" not in down.stderr
     )
+
+
+def test_a_quota_stop_through_the_remote_sink_is_capped_not_failed(
+    server: tuple[Api, str],
+) -> None:
+    from overspill.artifacts.policies import PolicySpec
+    from tests.helpers import ADMIN
+
+    api, url = server
+    api.store.policies.set(ADMIN, PolicySpec(quota_bytes=20_000), ALICE.name)
+    with OverspillClient(url, api.alice) as client:
+        sink = RemoteSink(client, segment_bytes=4096, flush_interval_s=0.05)
+        ex = Executor(ShellSettings(grace_ms=300, max_output_bytes=1000, legacy_spill=False), sink)
+        r = ex.run(ExecRequest(command="seq 1 30000"))
+    art = r.stdout.artifact
+    assert art is not None and art.state == "capped", art
+    assert 0 < art.size_bytes <= 20_000 and art.total_bytes == r.stdout.total_bytes
+    assert f"full output: artifact {art.id}" in r.text
+    assert f"artifact holds the first {art.size_bytes} bytes (capped)" in r.text
+    info = api.store.get(ALICE, art.id)
+    assert info.state == "capped" and info.size_bytes == art.size_bytes
