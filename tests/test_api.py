@@ -548,3 +548,20 @@ def test_policies_address_owners_with_a_slash(api: Api) -> None:
     assert r.status_code == 200, r.text
     assert api.client.get(path, headers=h).json()["owner"] == "agent:team/ci"
     assert api.client.delete(path, headers=h).status_code == 204
+
+
+def test_a_delete_whose_bytes_cannot_be_purged_yet_still_answers_the_tombstone(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from overspill.artifacts.errors import StorageUnavailable
+
+    art = _upload(api, b"doomed")
+
+    def purge_fails(artifact_id: str) -> int:
+        raise StorageUnavailable("blob store down")
+
+    monkeypatch.setattr(api.store, "purge_bytes", purge_fails)
+    r = api.client.delete(f"/v1/artifacts/{art}", headers=api.h(api.alice))
+    assert r.status_code == 200 and r.json()["state"] == "deleted"
+    monkeypatch.undo()
+    assert api.store.sweeper.run().purged == 1  # the sweeper finishes the job
