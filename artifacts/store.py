@@ -431,6 +431,8 @@ class ArtifactStore:
         sha: str | None,
         error: str | None,
         source_update: dict[str, Any] | None = None,
+        *,
+        hashed_size: int | None = None,
     ) -> None:
         now = self.clock.now()
         with self._write() as s:
@@ -439,6 +441,14 @@ class ArtifactStore:
                 return
             if token is not None and row.lease_token != token:
                 return
+            if hashed_size is not None and row.size_bytes != hashed_size:
+                # An append landed after the hash was computed: recording it would
+                # give the artifact a sha256 (and ETag) of other bytes.
+                raise OffsetConflict(
+                    f"artifact {artifact_id} grew to {row.size_bytes} bytes while it was "
+                    f"being completed ({hashed_size} hashed); complete it again",
+                    current_size=row.size_bytes,
+                )
             if state == "capped" and row.total_bytes > total:
                 total = row.total_bytes
             row.state = state
@@ -526,7 +536,16 @@ class ArtifactStore:
         for chunk in content.iter_range(0, content.size):
             digest.update(chunk)
         state = "capped" if total > info.size_bytes else "complete"
-        self._finish(artifact_id, None, state, total, digest.hexdigest(), None, source_update)
+        self._finish(
+            artifact_id,
+            None,
+            state,
+            total,
+            digest.hexdigest(),
+            None,
+            source_update,
+            hashed_size=content.size,
+        )
         return self.get(principal, artifact_id)
 
     # -- metadata --------------------------------------------------------------------

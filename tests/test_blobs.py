@@ -187,3 +187,20 @@ def test_s3_put_body_reads_any_piece_of_the_buffer_and_rewinds() -> None:
     into = bytearray(5_000)
     assert body.readinto(into) == 5_000 and into == data[:5_000]
     assert len(body) == 9_000
+
+
+def test_a_reader_dropped_before_it_started_holds_no_file_descriptor(tmp_path: Path) -> None:
+    import gc
+    import os
+
+    from overspill.artifacts.blobs.local import LocalBlobStore
+
+    blobs = LocalBlobStore(tmp_path / "b")
+    blobs.put("art_01AAAAAAAAAAAAAAAAAAAAAAAA/0000000000000000_00", b"data")
+    before = len(os.listdir("/proc/self/fd"))
+    readers = [
+        blobs.read("art_01AAAAAAAAAAAAAAAAAAAAAAAA/0000000000000000_00", 0, 4) for _ in range(50)
+    ]
+    del readers
+    gc.collect()
+    assert len(os.listdir("/proc/self/fd")) <= before

@@ -466,3 +466,26 @@ def test_a_database_that_is_down_is_storage_unavailable_for_tokens_and_content(
     with pytest.raises(StorageUnavailable, match="database unavailable"):
         content.read(0, 2)
     event.remove(store.engine, "do_connect", down)
+
+
+def test_complete_refuses_to_record_a_hash_of_bytes_that_grew_meanwhile(
+    store: ArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from overspill.artifacts.errors import OffsetConflict
+
+    info = store.create(ALICE)
+    store.append(ALICE, info.id, 0, iter([b"first "]))
+    real_content = store._content
+
+    def content_then_append(i: object) -> object:
+        c = real_content(i)  # type: ignore[arg-type]
+        store.append(ALICE, info.id, 6, iter([b"second"]))  # lands while hashing
+        return c
+
+    monkeypatch.setattr(store, "_content", content_then_append)
+    with pytest.raises(OffsetConflict):
+        store.complete(ALICE, info.id)
+    monkeypatch.undo()
+    done = store.complete(ALICE, info.id)
+    assert done.size_bytes == 12
+    assert done.sha256 == __import__("hashlib").sha256(b"first second").hexdigest()

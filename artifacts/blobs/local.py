@@ -144,6 +144,9 @@ class LocalBlobStore:
             raise StorageUnavailable(f"cannot truncate blob {key}: {exc.strerror}") from None
 
     def read(self, key: str, start: int, end: int) -> Iterator[bytes]:
+        # The file is opened on the first next(), inside the generator: opened
+        # here, a reader dropped before it started (a client that went away)
+        # leaked the descriptor, since an unstarted generator never runs finally.
         try:
             fd = self._open_file(key, os.O_RDONLY)
         except FileNotFoundError:
@@ -152,10 +155,6 @@ class LocalBlobStore:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                 raise StorageUnavailable(f"blob {key} is behind a symlink; refused") from None
             raise StorageUnavailable(f"cannot read blob {key}: {exc.strerror}") from None
-        return self._read_fd(fd, start, end)
-
-    @staticmethod
-    def _read_fd(fd: int, start: int, end: int) -> Iterator[bytes]:
         try:
             pos = start
             while pos < end:
