@@ -203,7 +203,7 @@ class LocalBackend:
         return self.store.tokens.list()
 
     def revoke_token(self, token_id: str) -> TokenInfo:
-        return self.store.tokens.revoke(token_id)
+        return self.store.tokens.revoke(token_id, by=self.principal.name)
 
     def get_policy(self, owner: str | None = None) -> PolicyView:
         return self.store.policies.get(owner or GLOBAL)

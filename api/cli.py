@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import signal
 import sys
 import threading
@@ -319,7 +320,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     shell_settings = ShellSettings.load()
     sink = _sink(ClientSettings.load(), shell_settings)
     request = ExecRequest(
-        command=command[0] if len(command) == 1 else " ".join(command),
+        # One argument is the command as written; several are quoted back into one
+        # (`run -- grep "a b" f` runs grep with "a b", not with a and b).
+        command=command[0] if len(command) == 1 else shlex.join(command),
         workdir=args.cwd,
         timeout_ms=args.timeout_ms,
         max_output_bytes=args.max_output_bytes,

@@ -74,7 +74,7 @@ def create_token(body: TokenCreate, store: StoreDep, admin: AdminDep) -> IssuedT
 @router.delete("/tokens/{token_id}", response_model=TokenInfo)
 def revoke_token(token_id: str, store: StoreDep, admin: AdminDep) -> TokenInfo:
     """Revoke a token; it stops working at once."""
-    return store.tokens.revoke(token_id)
+    return store.tokens.revoke(token_id, by=admin.name)
 
 
 # -- retention policies, preview, cleanup, audit -----------------------------------------

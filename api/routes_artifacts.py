@@ -252,8 +252,9 @@ _INERT = {
 }
 
 
-@router.get(
+@router.api_route(
     "/{artifact_id}/content",
+    methods=["GET", "HEAD"],
     response_class=StreamingResponse,
     responses={
         200: {"content": {"application/octet-stream": {}}, "description": "The bytes"},
@@ -304,7 +305,9 @@ def download_content(
     if rng is not None:
         start, end = rng
         status = 206
-        headers["Content-Range"] = f"bytes {start}-{end - 1}/{content.size}"
+        # While it is written, the complete length is not known yet: "*".
+        length = content.size if info.complete else "*"
+        headers["Content-Range"] = f"bytes {start}-{end - 1}/{length}"
     headers["Content-Length"] = str(end - start)
     return StreamingResponse(
         _counted(content.iter_range(start, end), metrics),

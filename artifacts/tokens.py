@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import func, select
 
+from overspill.artifacts import audit
 from overspill.artifacts.clock import Clock
 from overspill.artifacts.db.models import ApiToken
 from overspill.artifacts.db.unit import Database
@@ -123,6 +124,17 @@ class TokenStore:
         )
         with self._db.write() as s:
             s.add(row)
+            # The secret never reaches the log; who made which token for whom does.
+            audit.record(
+                s,
+                now,
+                created_by or principal,
+                "token_create",
+                owner=principal,
+                token_id=row.id,
+                role=role,
+                label=label,
+            )
         return IssuedToken(token=secret, info=_info(row))
 
     def authenticate(self, secret: str) -> Principal | None:
@@ -186,13 +198,21 @@ class TokenStore:
             rows = s.execute(select(ApiToken).order_by(ApiToken.created_at)).scalars().all()
         return [_info(r) for r in rows]
 
-    def revoke(self, token_id: str) -> TokenInfo:
+    def revoke(self, token_id: str, *, by: str | None = None) -> TokenInfo:
         with self._db.write() as s:
             row = s.get(ApiToken, token_id)
             if row is None:
                 raise NotFound(f"token {token_id} not found")
             if row.revoked_at is None:
                 row.revoked_at = self._clock.now()
+                audit.record(
+                    s,
+                    row.revoked_at,
+                    by or "local",
+                    "token_revoke",
+                    owner=row.principal,
+                    token_id=row.id,
+                )
             return _info(row)
 
     def count_active(self) -> int:

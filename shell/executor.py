@@ -47,6 +47,13 @@ def _startup_sweep(settings: ShellSettings) -> None:
     sweep_old_spill_files(settings.spill_sweep_days)
 
 
+def _first_spill(stream: str, settings: ShellSettings) -> SpillFile:
+    """A spill file; the first one a process makes runs the start-up sweep of old
+    ones (not the constructor: building an Executor must not touch /tmp)."""
+    _startup_sweep(settings)
+    return SpillFile(stream, settings.max_spill_bytes)
+
+
 class Executor:
     def __init__(
         self,
@@ -58,7 +65,6 @@ class Executor:
         self.settings = settings
         self.sink = sink
         self._parent_env = dict(os.environ if parent_env is None else parent_env)
-        _startup_sweep(settings)
 
     # -- the two projections -------------------------------------------------------
 
@@ -86,9 +92,7 @@ class Executor:
 
     def _collector(self, stream: str, window: int, source: dict[str, Any]) -> OutputCollector:
         settings = self.settings
-        spill = (
-            (lambda: SpillFile(stream, settings.max_spill_bytes)) if settings.legacy_spill else None
-        )
+        spill = (lambda: _first_spill(stream, settings)) if settings.legacy_spill else None
         sink = self.sink
         open_sink = (
             (lambda: sink.open(stream=stream, source={**source, "stream": stream}))

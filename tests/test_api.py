@@ -565,3 +565,30 @@ def test_a_delete_whose_bytes_cannot_be_purged_yet_still_answers_the_tombstone(
     assert r.status_code == 200 and r.json()["state"] == "deleted"
     monkeypatch.undo()
     assert api.store.sweeper.run().purged == 1  # the sweeper finishes the job
+
+
+def test_token_create_and_revoke_are_audited(api: Api) -> None:
+    h = api.h(api.admin)
+    tok = api.client.post(
+        "/v1/admin/tokens", json={"principal": "agent:x", "role": "agent"}, headers=h
+    ).json()
+    api.client.delete(f"/v1/admin/tokens/{tok['info']['id']}", headers=h)
+    actions = [e.action for e in api.store.audit_log(limit=5)]
+    assert actions[:2] == ["token_revoke", "token_create"]
+    created = api.store.audit_log(action="token_create")[0]
+    assert created.actor == "user:root" and tok["token"] not in str(created.details)
+
+
+def test_head_and_content_range_while_an_artifact_is_written(api: Api) -> None:
+    h = api.h(api.alice)
+    art = api.client.post("/v1/artifacts", json={}, headers=h).json()["id"]
+    api.client.patch(
+        f"/v1/artifacts/{art}/content", params={"offset": 0}, content=b"x" * 10, headers=h
+    )
+    r = api.client.get(f"/v1/artifacts/{art}/content", headers={**h, "Range": "bytes=0-3"})
+    assert r.status_code == 206 and r.headers["content-range"] == "bytes 0-3/*"
+    head = api.client.head(f"/v1/artifacts/{art}/content", headers=h)
+    assert head.status_code == 200 and head.headers["accept-ranges"] == "bytes"
+    api.client.post(f"/v1/artifacts/{art}/complete", json={}, headers=h)
+    r = api.client.get(f"/v1/artifacts/{art}/content", headers={**h, "Range": "bytes=0-3"})
+    assert r.headers["content-range"] == "bytes 0-3/10"

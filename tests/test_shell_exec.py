@@ -358,3 +358,45 @@ def test_a_background_job_streams_into_a_live_artifact(
     result = job.wait(timeout=20)
     assert result is not None and result.stdout.artifact and result.stdout.artifact.id == art_id
     assert store.tail(ALICE, art_id, lines=1).text == "tail-end\n"
+
+
+def test_building_an_executor_touches_no_temp_directory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import overspill.shell.executor as executor
+
+    calls: list[float] = []
+    monkeypatch.setattr(executor, "sweep_old_spill_files", lambda days: calls.append(days))
+    monkeypatch.setattr(executor, "_swept", False)
+    ex = Executor(ShellSettings(max_output_bytes=10, grace_ms=300))
+    assert calls == []
+    ex.run(ExecRequest(command="seq 1 100"))  # the first spill file sweeps, once
+    ex.run(ExecRequest(command="seq 1 100"))
+    assert calls == [30]
+
+
+def test_several_run_arguments_are_quoted_back_into_one_command(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
+    env["OVERSPILL_HOME"] = str(tmp_path)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "overspill.api.cli",
+            "run",
+            "--json",
+            "--",
+            "printf",
+            "%s|",
+            "a b",
+            "c",
+        ],
+        capture_output=True,
+        env=env,
+    )
+    assert json.loads(out.stdout)["stdout"]["text"] == "a b|c|"
