@@ -74,6 +74,9 @@ class StoreSettings(SettingsBase):
     segment_bytes: int | None = Field(default=None, gt=0)
     flush_interval_s: float = Field(default=1.0, gt=0)
     lease_seconds: float = Field(default=30.0, gt=0)
+    # How long storage may hold a writer's producer (a command's pipe) before the
+    # artifact is failed and the producer goes on without it.
+    storage_stall_s: float = Field(default=10.0, gt=0)
     max_artifact_bytes: int = Field(default=4096 * MiB, gt=0)
     default_retention_s: int = Field(default=7 * 24 * 3600, gt=0)
     # Upper bound on what one JSON read window returns.

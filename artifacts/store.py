@@ -199,6 +199,7 @@ class ArtifactStore:
             segment_bytes=s.segment_bytes or self.blobs.segment_bytes,
             flush_interval=s.flush_interval_s,
             lease_seconds=s.lease_seconds,
+            stall_s=s.storage_stall_s,
         )
 
     def _insert(

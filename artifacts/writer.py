@@ -96,6 +96,7 @@ class ArtifactWriter:
         lease_seconds: float,
         max_buffers: int = 2,
         publish_segments: int = 8,
+        stall_s: float | None = 10.0,
     ) -> None:
         self.id = artifact_id
         self._target = target
@@ -104,6 +105,10 @@ class ArtifactWriter:
         self._flush_interval = flush_interval
         self._renew_every = lease_seconds / 3
         self._max_buffers = max_buffers
+        # Storage never holds the producer (a command's pipe) longer than this: a
+        # store that has not taken a segment for stall_s fails the artifact, and
+        # the command goes on with its tail and spill file exact.
+        self._stall_s = stall_s
         self._publish_segments = publish_segments
         self._hasher = hashlib.sha256()
         # Started on the first segment, so a small artifact never spawns it.
@@ -225,8 +230,14 @@ class ArtifactWriter:
                 self._enqueue_buffer_locked(wait=False, refill=False)
             self._closing = True
             self._cond.notify_all()
-        self._thread.join()
-        self._hash_thread.shutdown()
+        self._thread.join(self._stall_s)
+        if self._thread.is_alive():
+            # A storage call that does not return: finish without it (the row is
+            # marked failed; anything it stores later is in no row, and the
+            # reconciler takes it back).
+            self._fail(f"storage did not answer within {self._stall_s:g} s")
+        else:
+            self._hash_thread.shutdown()
         err = self.error or error
         if err:
             final = "failed"
@@ -304,6 +315,7 @@ class ArtifactWriter:
         self._cond.notify_all()
         if not refill:
             return
+        deadline = None if self._stall_s is None else time.monotonic() + self._stall_s
         while (
             wait
             and not self._pool
@@ -311,7 +323,15 @@ class ArtifactWriter:
             and not self.error
             and not self.stopped
         ):
-            self._cond.wait()
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                self._fail(
+                    f"storage fell behind: no segment stored for {self._stall_s:g} s; "
+                    "stopped storing (the output shown is unaffected)"
+                )
+                self._fill = 0
+                return
+            self._cond.wait(remaining)
         if self._pool:
             self._buffer = self._pool.pop()
         else:

@@ -47,7 +47,12 @@ class S3BlobStore:
                 "s3",
                 endpoint_url=endpoint_url,
                 config=Config(
-                    retries={"max_attempts": 3, "mode": "standard"}, max_pool_connections=32
+                    retries={"max_attempts": 3, "mode": "standard"},
+                    max_pool_connections=32,
+                    # An endpoint that accepts and never answers must not hold a
+                    # writer (and so a command) for botocore's default of minutes.
+                    connect_timeout=5,
+                    read_timeout=20,
                 ),
             )
         self._client: S3Client = client
