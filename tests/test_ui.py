@@ -679,3 +679,23 @@ def test_the_ui_on_postgresql_and_s3(
     finally:
         store.close()
         _truncate_all(pg_database_url)
+
+
+def test_control_characters_in_metadata_are_shown_as_escapes(page: Any, site: Site) -> None:
+    art = write_artifact(
+        site.store,
+        b"ok\n",
+        session_id="sess\x1b[2J\u202eevil",
+        name="name\x07bell",
+        source={"command": "make \x1b[31mred\x1b[0m \u202eexe.txt", "stream": "stdout"},
+    )
+    site.store.pin(ALICE, art, "why\x1b]0;title\x07")
+    sign_in(page, site, site.alice, "/")
+    page.wait_for_selector("table.artifacts")
+    row = page.inner_text("table.artifacts tbody")
+    assert "\\x1b[31mred\\x1b[0m" in row and "\\u202e" in row and "\x1b" not in row
+    page.goto(f"{site.url}/artifacts/{art}")
+    page.wait_for_selector("#head-text")
+    body = page.inner_text("main")
+    assert "\x1b" not in body and "\x07" not in body and "\u202e" not in body
+    assert "\\x07" in body and "\\u202e" in body

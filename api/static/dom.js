@@ -16,10 +16,24 @@ export function h(tag, attrs = {}, ...children) {
   return el;
 }
 
+// Every piece of text the UI shows goes through here, so metadata (names,
+// sessions, commands, pin reasons, audit details, token labels) is as inert as
+// content: control characters and bidi overrides come out as visible escapes.
 export function append(el, children) {
   for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
-    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+    if (child instanceof Node) {
+      el.append(child);
+      continue;
+    }
+    const text = String(child);
+    if (!CONTROL_TEST.test(text)) {
+      el.append(document.createTextNode(text));
+      continue;
+    }
+    for (const piece of visible(text)) {
+      el.append(piece instanceof Node ? piece : document.createTextNode(piece));
+    }
   }
   return el;
 }
@@ -38,6 +52,7 @@ export function fill(el, ...children) {
 // escapes in their own style: the text stays inert and cannot reorder, recolour or
 // hide what is around it. Returns children for h()/append().
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const CONTROL_TEST = new RegExp(CONTROL.source);
 
 export function visible(text) {
   const out = [];
