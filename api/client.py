@@ -410,6 +410,9 @@ class _RemoteStream:
     def publish(self, staged: Sequence[StagedSegment]) -> tuple[int, str | None]:
         return 0, None
 
+    def discard(self, staged: Sequence[StagedSegment]) -> None:
+        pass  # each append was stored (or refused) by the server as a whole
+
     def renew(self) -> None:
         # An empty append at the current size renews the server-side lease.
         writer = getattr(self, "_writer", None)

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import secrets
+import shutil
 import stat
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -77,6 +78,7 @@ from overspill.artifacts.writer import ArtifactWriter, StagedSegment
 
 SortKey = Literal["created", "size"]
 MAX_PAGE = 500
+LOW_DISK_BYTES = 16 * 1024 * 1024  # below this, /readyz says not ready
 log = logging.getLogger(__name__)
 
 
@@ -695,7 +697,28 @@ class ArtifactStore:
     def delete(
         self, principal: Principal, artifact_id: str, *, reason: str = "deleted"
     ) -> ArtifactInfo:
-        """Tombstone the artifact and remove its bytes. Idempotent on a tombstone."""
+        """Tombstone the artifact and remove its bytes. Idempotent on a tombstone.
+
+        On a full disk the tombstone itself cannot be written; the bytes asked to
+        go are then removed first (that frees the space) and the tombstone retried."""
+        try:
+            return self._delete(principal, artifact_id, reason)
+        except StorageUnavailable as exc:
+            if "full" not in exc.message:
+                raise
+            with self._read() as s:
+                self._load(s, principal, artifact_id)  # the caller may delete it
+                keys = sorted(
+                    set(
+                        s.execute(
+                            select(Segment.blob_key).where(Segment.artifact_id == artifact_id)
+                        ).scalars()
+                    )
+                )
+            self.blobs.delete_many(keys)
+            return self._delete(principal, artifact_id, reason)
+
+    def _delete(self, principal: Principal, artifact_id: str, reason: str) -> ArtifactInfo:
         now = self.clock.now()
         with self._write() as s:
             # Locked: a publish committing between this read and the update would
@@ -961,9 +984,23 @@ class ArtifactStore:
             )
 
     def check(self) -> None:
-        """Raise StorageUnavailable if the database or the blob backend is unusable."""
+        """Raise StorageUnavailable if the database or the blob backend is unusable,
+        or a local disk they live on is (nearly) full: a store that will fail the
+        next write is not ready, whatever its connections say."""
         check_database(self.engine)
         self.blobs.check()
+        paths = [getattr(self.blobs, "root", None)]
+        if self.engine.dialect.name == "sqlite" and self.engine.url.database:
+            paths.append(Path(self.engine.url.database).parent)
+        for path in paths:
+            if path is None:
+                continue
+            try:
+                free = shutil.disk_usage(path).free
+            except OSError:
+                continue
+            if free < LOW_DISK_BYTES:
+                raise StorageUnavailable(f"low disk: {free} bytes free under {path}")
 
 
 class _StoreTarget:
@@ -992,6 +1029,14 @@ class _StoreTarget:
 
     def renew(self) -> None:
         self._store._renew_lease(self._id, self._token)
+
+    def discard(self, staged: Sequence[StagedSegment]) -> None:
+        keys = {seg.key for seg in staged} | ({self._batch_blob} if self._batch_blob else set())
+        self._batch_blob = None
+        try:
+            self._store.blobs.delete_many(sorted(keys))  # none of them is in a row yet
+        except OverspillError as exc:
+            log.warning("artifact %s: unpublished blobs left to the reconciler: %s", self._id, exc)
 
     def finish(
         self,

@@ -64,6 +64,12 @@ class SegmentTarget(Protocol):
         """Extend the writer's lease."""
         ...
 
+    def discard(self, staged: Sequence[StagedSegment]) -> None:
+        """Storing failed: give back at once the bytes of segments that will never
+        be published (and of the one that failed), so a full disk recovers
+        without waiting an hour for the reconciler. Never raises."""
+        ...
+
     def finish(
         self,
         state: str,
@@ -391,6 +397,12 @@ class ArtifactWriter:
             self._cond.wait(remaining)
         return self._pending.popleft() if self._pending else None
 
+    def _fail_and_discard(self, message: str, *, cause: OverspillError | None = None) -> None:
+        with self._cond:
+            staged = list(self._staged)
+        self._fail(message, cause=cause)
+        self._target.discard(staged)
+
     def _fail(
         self, message: str, *, quota: bool = False, cause: OverspillError | None = None
     ) -> None:
@@ -436,10 +448,10 @@ class ArtifactWriter:
             self._publish_remaining_then_stop(exc.message)
             return
         except OverspillError as exc:
-            self._fail(exc.message, cause=exc)
+            self._fail_and_discard(exc.message, cause=exc)
             return
         except Exception as exc:  # a bug or an unexpected driver error: never hang the producer
-            self._fail(f"storage failed: {type(exc).__name__}: {exc}")
+            self._fail_and_discard(f"storage failed: {type(exc).__name__}: {exc}")
             return
         with self._cond:
             self._pool.append(item.buf)

@@ -68,3 +68,66 @@ def test_a_hung_object_store_does_not_slow_the_command(
     assert r.stdout.artifact is not None and r.stdout.artifact.state == "failed"
     assert "artifact unavailable: storage" in r.text
     store.close()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 24 MiB filesystem (tmpfs) to fill; skipped where mounting is not allowed."""
+    import subprocess
+
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mnt)], capture_output=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small filesystem here: {done.stderr.decode().strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_a_full_disk_frees_the_failed_bytes_at_once_and_everything_works_again(
+    small_disk: Path,
+) -> None:
+    import shutil
+
+    from overspill.artifacts.config import StoreSettings
+    from tests.api_helpers import make_api
+
+    store = ArtifactStore.open(StoreSettings(home=small_disk / "home", segment_bytes=1 << 20))
+    ex = Executor(
+        ShellSettings(max_output_bytes=1000, grace_ms=300, legacy_spill=False),
+        StoreSink(store, ALICE),
+    )
+    r = ex.run(ExecRequest(command="head -c 60000000 /dev/zero; echo done"))
+    assert r.exit_code == 0 and r.stdout.text.endswith("done\n")
+    assert r.stdout.storage_error and "No space left" in r.stdout.storage_error
+    art = r.stdout.artifact
+    assert art is not None and art.state == "failed"
+    assert store.get(ALICE, art.id).state == "failed"  # recorded, not left writing
+    # What it published stays readable (a failed artifact keeps its stored prefix);
+    # the segment that failed, and any staged after the last publish, are gone.
+    used = shutil.disk_usage(small_disk).used
+    assert used < art.size_bytes + 4 * 1024 * 1024, (used, art.size_bytes)
+    assert store.delete(ALICE, art.id).state == "deleted"
+    assert shutil.disk_usage(small_disk).used < 4 * 1024 * 1024
+    again = ex.run(ExecRequest(command="seq 1 10000"))
+    assert again.stdout.artifact is not None and again.stdout.artifact.state == "complete"
+    assert store.sweeper.run().errors == []
+    # While the disk is nearly full, readiness says so.
+    api = make_api(store)
+    assert api.client.get("/readyz").status_code == 200
+    filler = small_disk / "filler"
+    with open(filler, "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * (1 << 20))
+        except OSError:
+            pass
+    ready = api.client.get("/readyz")
+    assert ready.status_code == 503 and "low disk" in ready.json()["reason"]
+    filler.unlink()
+    assert api.client.get("/readyz").status_code == 200
+    store.close()
