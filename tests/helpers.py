@@ -55,3 +55,12 @@ def write_artifact(
         writer.write(data[pos:])
     writer.close()
     return writer.id
+
+
+def free_port() -> int:
+    """A free loopback port for a server a test starts."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -1,6 +1,11 @@
-"""Storage trouble never holds a command hostage: an object store that accepts
-connections and never answers (a real socket on loopback) fails the artifact,
-and the command runs to its end at full speed with its tail and spill exact."""
+"""Chaos, bounded and on loopback only: storage trouble never holds a command
+hostage and never loses its output, and a later run and cleanup work again.
+
+An object store that accepts and never answers (a real socket), moto's server
+stopped and started again, a throwaway PostgreSQL cluster stopped and started
+(never the shared one), a real 24 MiB filesystem filled up. SIGKILL of the
+executor is in test_signals.py. Each asserts the command's tail, the stated
+reason, the spill file or stored prefix byte-exact, and the recovery."""
 
 from __future__ import annotations
 
@@ -131,3 +136,113 @@ def test_a_full_disk_frees_the_failed_bytes_at_once_and_everything_works_again(
     filler.unlink()
     assert api.client.get("/readyz").status_code == 200
     store.close()
+
+
+@pytest.fixture
+def throwaway_postgres() -> Iterator[tuple[str, str, str]]:
+    """A PostgreSQL cluster of its own (never the shared one), to restart at will."""
+    import shutil
+    import subprocess
+    import uuid
+
+    from tests.helpers import free_port
+
+    if not shutil.which("pg_createcluster"):
+        pytest.skip("pg_createcluster is not installed")
+    version = sorted(p.name for p in Path("/etc/postgresql").iterdir())[-1]
+    name, port = f"chaos{uuid.uuid4().hex[:8]}", free_port()
+    made = subprocess.run(
+        ["pg_createcluster", version, name, "-p", str(port), "--start", "--", "--auth=trust"],
+        capture_output=True,
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot create a throwaway cluster: {made.stderr.decode().strip()}")
+    try:
+        subprocess.run(
+            ["createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "chaos"], check=True
+        )
+        yield version, name, f"postgresql+psycopg://postgres@127.0.0.1:{port}/chaos"
+    finally:
+        subprocess.run(["pg_dropcluster", version, name, "--stop"], capture_output=True)
+
+
+def test_a_postgres_restart_fails_storage_cleanly_and_the_store_recovers(
+    throwaway_postgres: tuple[str, str, str], tmp_path: Path
+) -> None:
+    import subprocess
+
+    from overspill.artifacts.errors import StorageUnavailable
+    from tests.helpers import write_artifact
+
+    version, name, url = throwaway_postgres
+    engine = make_engine(url)
+    upgrade(engine)
+    store = ArtifactStore(
+        store_settings(tmp_path, url, (tmp_path / "blobs").as_uri()),
+        engine,
+        __import__("overspill.artifacts.blobs.local", fromlist=["x"]).LocalBlobStore(
+            tmp_path / "blobs"
+        ),
+    )
+    before = write_artifact(store, b"kept\n" * 1000)
+    ex = Executor(ShellSettings(max_output_bytes=1000, grace_ms=300), StoreSink(store, ALICE))
+    subprocess.run(["pg_ctlcluster", version, name, "stop", "-m", "fast"], check=True)
+    r = ex.run(ExecRequest(command="seq 1 20000"))
+    assert r.exit_code == 0 and r.stdout.text.endswith("20000\n")
+    assert r.stdout.storage_error and "database unavailable" in r.stdout.storage_error
+    assert r.stdout.spill_path and Path(r.stdout.spill_path).stat().st_size == r.stdout.total_bytes
+    with pytest.raises(StorageUnavailable):
+        store.get(ALICE, before)
+    subprocess.run(["pg_ctlcluster", version, name, "start"], check=True)
+    assert store.read_bytes(ALICE, before, 0, 10) == b"kept\nkept\n"  # the pool reconnects
+    again = ex.run(ExecRequest(command="seq 1 20000"))
+    assert again.stdout.artifact is not None and again.stdout.artifact.state == "complete"
+    assert store.sweeper.run().errors == []
+    store.close()
+
+
+def test_an_object_store_stopped_and_resumed_fails_one_run_and_serves_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from moto.server import ThreadedMotoServer
+
+    from tests.helpers import free_port, make_bucket, write_artifact
+
+    for key, value in (("AWS_ACCESS_KEY_ID", "t"), ("AWS_SECRET_ACCESS_KEY", "t")):
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    bucket = make_bucket(endpoint)
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    engine = make_engine(url)
+    upgrade(engine)
+    store = ArtifactStore(
+        store_settings(tmp_path, url, f"s3://{bucket}/p", storage_stall_s=2.0),
+        engine,
+        S3BlobStore(bucket, "p", endpoint_url=endpoint),
+    )
+    kept = write_artifact(store, b"before\n" * 100)
+    ex = Executor(ShellSettings(max_output_bytes=1000, grace_ms=300), StoreSink(store, ALICE))
+    server.stop()
+    try:
+        r = ex.run(ExecRequest(command="seq 1 50000"))
+        assert r.exit_code == 0 and r.stdout.text.endswith("50000\n")
+        assert r.stdout.storage_error and r.stdout.artifact is not None
+        assert r.stdout.artifact.state == "failed"
+        assert (
+            r.stdout.spill_path and Path(r.stdout.spill_path).stat().st_size == r.stdout.total_bytes
+        )
+    finally:
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        server.start()
+    try:
+        assert store.read_bytes(ALICE, kept, 0, 7) == b"before\n"  # moto kept its objects
+        again = ex.run(ExecRequest(command="seq 1 50000"))
+        assert again.stdout.artifact is not None and again.stdout.artifact.state == "complete"
+        assert store.sweeper.run().errors == []
+    finally:
+        store.close()
+        server.stop()
