@@ -489,3 +489,22 @@ def test_complete_refuses_to_record_a_hash_of_bytes_that_grew_meanwhile(
     done = store.complete(ALICE, info.id)
     assert done.size_bytes == 12
     assert done.sha256 == __import__("hashlib").sha256(b"first second").hexdigest()
+
+
+def test_a_missing_extra_names_the_install_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from overspill.artifacts.blobs.registry import open_blob_store
+    from overspill.artifacts.db.engine import make_engine
+    from overspill.artifacts.errors import ConfigurationError
+
+    monkeypatch.setitem(sys.modules, "boto3", None)  # as if not installed
+    with pytest.raises(ConfigurationError, match=r"pip install 'overspill\[s3\]'"):
+        open_blob_store("s3://bucket/p")
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(ConfigurationError, match=r"pip install 'overspill\[postgres\]'"):
+        make_engine("postgresql+psycopg://u@127.0.0.1:1/d")
+    with pytest.raises(ConfigurationError, match="known schemes are file://, s3://"):
+        open_blob_store("gs://bucket/p")

@@ -22,6 +22,12 @@ def _local(url: str, _endpoint: str | None) -> BlobStore:
 
 
 def _s3(url: str, endpoint: str | None) -> BlobStore:
+    try:
+        import boto3  # noqa: F401  (only to say what to install)
+    except ImportError:
+        raise ConfigurationError(
+            f"blob URL {url!r} needs the S3 support: pip install 'overspill[s3]'"
+        ) from None
     from overspill.artifacts.blobs.s3 import S3BlobStore
 
     parsed = urlparse(url)

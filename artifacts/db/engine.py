@@ -42,6 +42,11 @@ def make_engine(url: str, *, pool: bool = True) -> Engine:
                 f"unsupported database URL {_redact(url)!r}: use sqlite:///PATH or "
                 "postgresql+psycopg://USER@HOST/DB"
             )
+    except ImportError:
+        raise ConfigurationError(
+            f"database URL {_redact(url)!r} needs the PostgreSQL driver: "
+            "pip install 'overspill[postgres]'"
+        ) from None
     except (ArgumentError, NoSuchModuleError) as exc:
         raise ConfigurationError(f"invalid database URL {_redact(url)!r}: {exc}") from None
     return engine
