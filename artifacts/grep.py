@@ -335,6 +335,29 @@ class _Scan:
             return past
         return None
 
+    def _record_short(
+        self,
+        chunk: bytes,
+        pos: int,
+        ls: int,
+        end: int,
+        le: int,
+        found: list[tuple[int, int]],
+    ) -> int | None:
+        g = self.g
+        raw = chunk[ls:end]
+        if g.matches and g.used + len(raw) > g.max_bytes:
+            return pos + ls
+        spans = [(a - ls, b - ls) for a, b in found if b <= end]
+        if not raw.isascii():
+            spans = [(_chars(raw, a), _chars(raw, b)) for a, b in spans]
+        line = {"number": self.number, "offset": pos + ls, "text": raw.decode("utf-8", "replace")}
+        g.matches.append({"line": line, "before": [], "after": [], "spans": spans})
+        g.used += len(raw)
+        if len(g.matches) >= g.max_matches:
+            return pos + le + 1
+        return None
+
     def feed(self, chunk: bytes) -> int | None:
         g = self.g
         pos = self._pos
@@ -355,6 +378,7 @@ class _Scan:
         last = chunk.rfind(b"\n")
         i, counted = first + 1, first + 1
         regex = g.regex
+        fast, line_cap = not g.context, g.line_cap
         while i <= last:
             m = regex.find(chunk, i, last + 1)
             if m is None:
@@ -363,9 +387,15 @@ class _Scan:
             le = chunk.find(b"\n", m[1], last + 1)
             self.number += _newlines(chunk, counted, ls)
             counted = ls
-            spans = [(pos + a, pos + b) for a, b in _spans(regex, chunk, m, le)]
-            hit = _Hit(self.number, pos + ls, pos + le, spans[0], spans)
-            resume = self._record(hit)
+            found = _spans(regex, chunk, m, le)
+            end = le - 1 if le > ls and chunk[le - 1] == 13 else le  # without a CR
+            if fast and end - ls <= line_cap:
+                # The common case, kept off the general path (no context, a short
+                # line wholly in this chunk): each match costs a few microseconds.
+                resume = self._record_short(chunk, pos, ls, end, le, found)
+            else:
+                spans = [(pos + a, pos + b) for a, b in found]
+                resume = self._record(_Hit(self.number, pos + ls, pos + le, spans[0], spans))
             if resume is not None:
                 return resume
             i = le + 1
@@ -388,9 +418,10 @@ class _Scan:
 
 
 def _newlines(data: bytes, start: int, end: int) -> int:
-    """Newlines in data[start:end]: bytes.count between nearby matches (no view or
-    wrapper to build), the vectorised count over long runs without a match."""
-    if end - start < 16_384:
+    """Newlines in data[start:end]. Below 2 KiB bytes.count is as fast as building
+    a view for the vectorised count; above, StringZilla wins (64 MiB with 7,779
+    matches: 25 ms with it from 2 KiB, 39 ms from 16 KiB, 57 ms with bytes.count)."""
+    if end - start < 2_048:
         return data.count(b"\n", start, end)
     return count_newlines(memoryview(data)[start:end])
 
