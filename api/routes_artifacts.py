@@ -252,9 +252,9 @@ _INERT = {
 }
 
 
-@router.api_route(
+@router.head("/{artifact_id}/content", include_in_schema=False)  # as GET, without the body
+@router.get(
     "/{artifact_id}/content",
-    methods=["GET", "HEAD"],
     response_class=StreamingResponse,
     responses={
         200: {"content": {"application/octet-stream": {}}, "description": "The bytes"},

@@ -32,7 +32,7 @@ from overspill.artifacts.retention import (
 )
 
 if TYPE_CHECKING:
-    from overspill.artifacts.store import ArtifactStore
+    from overspill.artifacts.context import StoreContext
 
 _BATCH = 1000
 
@@ -110,17 +110,17 @@ def requested_of(row: Artifact) -> int | Forever | None:
 
 
 class Policies:
-    def __init__(self, store: ArtifactStore) -> None:
+    def __init__(self, store: StoreContext) -> None:
         self._store = store
 
     # -- reading ---------------------------------------------------------------------
 
     def get(self, owner: str = GLOBAL) -> PolicyView:
-        with self._store._read() as s:
+        with self._store.read() as s:
             return _view(s.get(RetentionPolicy, owner), owner)
 
     def list_owners(self) -> list[PolicyView]:
-        with self._store._read() as s:
+        with self._store.read() as s:
             rows = (
                 s.execute(
                     select(RetentionPolicy)
@@ -133,7 +133,7 @@ class Policies:
         return [_view(r, r.owner) for r in rows]
 
     def effective(self, owner: str) -> Policy:
-        with self._store._read() as s:
+        with self._store.read() as s:
             return effective_policy(s, owner, self._store.settings.default_retention_s)
 
     # -- changing --------------------------------------------------------------------
@@ -156,7 +156,7 @@ class Policies:
         ):
             raise InvalidArgument("default_retention_s cannot exceed max_retention_s")
         now = self._store.clock.now()
-        with self._store._write() as s:
+        with self._store.write() as s:
             row = s.get(RetentionPolicy, owner)
             if row is None:
                 row = RetentionPolicy(owner=owner, updated_at=now, updated_by=admin.name)
@@ -181,7 +181,7 @@ class Policies:
     def delete(self, admin: Principal, owner: str) -> None:
         _check_owner(owner)
         now = self._store.clock.now()
-        with self._store._write() as s:
+        with self._store.write() as s:
             row = s.get(RetentionPolicy, owner)
             if row is None:
                 raise NotFound(f"no retention policy for owner {owner}")
@@ -193,7 +193,7 @@ class Policies:
         changed = 0
         default = self._store.settings.default_retention_s
         for ids in self._batches(owner):
-            with self._store._write() as s:
+            with self._store.write() as s:
                 rows = s.execute(select(Artifact).where(Artifact.id.in_(ids))).scalars().all()
                 policies: dict[str, Policy] = {}
                 for row in rows:
@@ -218,7 +218,7 @@ class Policies:
         """Ids of live, unpinned artifacts of ``owner`` (or all owners), in batches."""
         last = ""
         while True:
-            with self._store._read() as s:
+            with self._store.read() as s:
                 q = select(Artifact.id).where(
                     Artifact.id > last,
                     Artifact.pinned_at.is_(None),
@@ -245,7 +245,7 @@ class Policies:
         current: dict[str, PreviewOwner] = defaultdict(lambda: PreviewOwner(owner=""))
         policies: dict[str, Policy] = {}
         for ids in self._batches(owner):
-            with self._store._read() as s:
+            with self._store.read() as s:
                 rows = s.execute(select(Artifact).where(Artifact.id.in_(ids))).scalars().all()
                 for row in rows:
                     if row.owner not in policies:

@@ -21,13 +21,13 @@ from overspill.artifacts.retention import Policy
 from overspill.artifacts.usage import bump_usage
 
 if TYPE_CHECKING:
-    from overspill.artifacts.store import ArtifactStore
+    from overspill.artifacts.context import StoreContext
 
 _EVICTABLE = ("complete", "capped", "incomplete", "failed")
 
 
 class Quotas:
-    def __init__(self, store: ArtifactStore) -> None:
+    def __init__(self, store: StoreContext) -> None:
         self._store = store
 
     def _usage(self, s: Session, owner: str) -> int:

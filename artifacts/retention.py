@@ -15,6 +15,7 @@ from typing import Literal
 from sqlalchemy.orm import Session
 
 from overspill.artifacts.db.models import RetentionPolicy
+from overspill.artifacts.errors import InvalidArgument
 
 GLOBAL = "*"
 MAX_RETENTION_S = 100 * 365 * 86400  # beyond this, use "forever"
@@ -115,3 +116,13 @@ def resolve(policy: Policy, created_at: datetime, requested: int | Forever | Non
     return Resolved(
         created_at + timedelta(seconds=requested), requested, "requested", False, requested
     )
+
+
+def check_retention(value: object) -> None:
+    """A requested retention: seconds within the limit, 'forever', or None."""
+    if value is None or value == "forever":
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_RETENTION_S:
+        raise InvalidArgument(
+            f"retention must be 1 to {MAX_RETENTION_S} seconds or 'forever', got {value!r}"
+        )

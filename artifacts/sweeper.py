@@ -36,7 +36,7 @@ from overspill.artifacts.records import GONE_STATES
 from overspill.artifacts.usage import bump_usage
 
 if TYPE_CHECKING:
-    from overspill.artifacts.store import ArtifactStore
+    from overspill.artifacts.context import StoreContext
 
 _EXPIRABLE = ("complete", "capped", "incomplete", "failed")
 _MAX_LISTED = 100
@@ -63,7 +63,7 @@ class SweepReport(BaseModel):
 class Sweeper:
     def __init__(
         self,
-        store: ArtifactStore,
+        store: StoreContext,
         *,
         batch: int = 500,
         claim_s: float = 300,
@@ -102,7 +102,7 @@ class Sweeper:
         store = self._store
         now = store.clock.now()
         if report.dry_run:
-            with store._read() as s:
+            with store.read() as s:
                 count, size = s.execute(
                     select(func.count(), func.coalesce(func.sum(Artifact.size_bytes), 0)).where(
                         *self._expired_filter(now)
@@ -120,7 +120,7 @@ class Sweeper:
             return
         while True:
             token = secrets.token_hex(8)
-            with store._write() as s:
+            with store.write() as s:
                 rows = s.execute(
                     select(Artifact.id, Artifact.owner, Artifact.size_bytes, Artifact.expires_at)
                     .where(*self._expired_filter(now))
@@ -190,7 +190,7 @@ class Sweeper:
         store = self._store
         now = store.clock.now()
         token = secrets.token_hex(8)
-        with store._write() as s:
+        with store.write() as s:
             result = s.execute(
                 update(Artifact)
                 .where(
@@ -216,7 +216,7 @@ class Sweeper:
             or_(Artifact.sweep_until.is_(None), Artifact.sweep_until < now),
         ]
         if report.dry_run:
-            with store._read() as s:
+            with store.read() as s:
                 count = s.execute(
                     select(func.count()).select_from(Artifact).where(*pending)
                 ).scalar_one()
@@ -230,7 +230,7 @@ class Sweeper:
             return
         while True:
             token = secrets.token_hex(8)
-            with store._write() as s:
+            with store.write() as s:
                 ids = list(
                     s.execute(
                         select(Artifact.id)
@@ -258,7 +258,7 @@ class Sweeper:
         """Delete the segments of claimed tombstones: blobs first (in batches, one
         DeleteObjects per 1000 on S3), then their rows, then mark them purged."""
         store = self._store
-        with store._read() as s:
+        with store.read() as s:
             segs = s.execute(
                 select(Segment.artifact_id, Segment.seq, Segment.blob_key, Segment.size).where(
                     Segment.artifact_id.in_(ids)
@@ -267,7 +267,7 @@ class Sweeper:
         # Segments that share a blob (local batches) name it once.
         store.blobs.delete_many(list(dict.fromkeys(k for _, _, k, _ in segs)))
         now = store.clock.now()
-        with store._write() as s:
+        with store.write() as s:
             s.execute(delete(Segment).where(Segment.artifact_id.in_(ids)))
             s.execute(
                 update(Artifact)
@@ -286,13 +286,13 @@ class Sweeper:
             Artifact.purged_at < cutoff,
         ]
         if report.dry_run:
-            with store._read() as s:
+            with store.read() as s:
                 report.tombstones_removed = int(
                     s.execute(select(func.count()).select_from(Artifact).where(*old)).scalar_one()
                 )
             return
         while True:
-            with store._write() as s:
+            with store.write() as s:
                 rows = s.execute(
                     select(Artifact.id, Artifact.owner)
                     .where(*old)
@@ -316,7 +316,7 @@ class Sweeper:
         store = self._store
         if report.dry_run:
             now = store.clock.now()
-            with store._read() as s:
+            with store.read() as s:
                 report.writers_finalised = int(
                     s.execute(
                         select(func.count())
@@ -325,13 +325,36 @@ class Sweeper:
                     ).scalar_one()
                 )
             return
-        report.writers_finalised = store.reap_stale_writers()
+        report.writers_finalised = self.reap_stale_writers()
+
+    def reap_stale_writers(self) -> int:
+        """Mark every artifact whose writer's lease lapsed ``incomplete``. Only the
+        sweeper finalises a writer: a read never does (it may only be slow)."""
+        now = self._store.clock.now()
+        with self._store.write() as s:
+            result = s.execute(
+                update(Artifact)
+                .where(
+                    Artifact.state == "writing",
+                    Artifact.lease_expires_at.is_not(None),
+                    Artifact.lease_expires_at <= now,
+                )
+                .values(
+                    state="incomplete",
+                    completed_at=now,
+                    updated_at=now,
+                    lease_token=None,
+                    lease_expires_at=None,
+                    error="writer stopped before finishing (lease lapsed)",
+                )
+            )
+            return int(getattr(result, "rowcount", 0) or 0)
 
     def _reclaim_orphans(self, report: SweepReport) -> None:
         store = self._store
         cutoff = store.clock.now() - self.orphan_grace
         for artifact_id, blobs in _by_artifact(self._ours(store.blobs.list(), report)):
-            with store._read() as s:
+            with store.read() as s:
                 known = set(
                     s.execute(
                         select(Segment.blob_key).where(Segment.artifact_id == artifact_id)
@@ -342,7 +365,7 @@ class Sweeper:
                 continue
             # Re-check under the lock that publishes segments: a writer that just
             # committed this blob must not lose it.
-            with store._write() as s:
+            with store.write() as s:
                 known = set(
                     s.execute(
                         select(Segment.blob_key).where(Segment.artifact_id == artifact_id)

@@ -14,6 +14,10 @@ stored); a stored segment's buffer is reused at once, and a batch waiting to be
 published holds only small records. If the process dies, the lease lapses and the
 artifact becomes ``incomplete`` with every published segment readable; stored
 but unpublished blobs are orphans the reconciler reclaims.
+
+One module (about 490 lines): the producer, the storing thread and close()
+share one condition and one set of buffers, and their locking is easiest to
+check when it is all in view.
 """
 
 from __future__ import annotations

@@ -560,7 +560,7 @@ def test_a_delete_whose_bytes_cannot_be_purged_yet_still_answers_the_tombstone(
     def purge_fails(artifact_id: str) -> int:
         raise StorageUnavailable("blob store down")
 
-    monkeypatch.setattr(api.store, "purge_bytes", purge_fails)
+    monkeypatch.setattr(api.store.catalog, "purge_bytes", purge_fails)
     r = api.client.delete(f"/v1/artifacts/{art}", headers=api.h(api.alice))
     assert r.status_code == 200 and r.json()["state"] == "deleted"
     monkeypatch.undo()

@@ -475,14 +475,14 @@ def test_complete_refuses_to_record_a_hash_of_bytes_that_grew_meanwhile(
 
     info = store.create(ALICE)
     store.append(ALICE, info.id, 0, iter([b"first "]))
-    real_content = store._content
+    real_content = store.reader.content
 
     def content_then_append(i: object) -> object:
         c = real_content(i)  # type: ignore[arg-type]
         store.append(ALICE, info.id, 6, iter([b"second"]))  # lands while hashing
         return c
 
-    monkeypatch.setattr(store, "_content", content_then_append)
+    monkeypatch.setattr(store.reader, "content", content_then_append)
     with pytest.raises(OffsetConflict):
         store.complete(ALICE, info.id)
     monkeypatch.undo()

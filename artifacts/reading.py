@@ -1,0 +1,163 @@
+"""Reads: bounded windows over what an artifact stores (text, lines, tail, grep),
+each stamped with the artifact's state so an answer can say whether the reader
+has seen the end of the output. Expired and deleted artifacts answer Gone.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from overspill.artifacts import grep, reads
+from overspill.artifacts.catalog import Catalog
+from overspill.artifacts.content import Content
+from overspill.artifacts.context import Part, StoreContext
+from overspill.artifacts.errors import (
+    Gone,
+    InvalidRange,
+    NotFound,
+    StorageUnavailable,
+)
+from overspill.artifacts.records import (
+    GONE_STATES,
+    ArtifactInfo,
+    GrepResult,
+    LineWindow,
+    Principal,
+    TailWindow,
+    TextWindow,
+    Window,
+)
+
+
+class Reader(Part):
+    def __init__(self, ctx: StoreContext, catalog: Catalog) -> None:
+        super().__init__(ctx)
+        self._catalog = catalog
+
+    def _readable(self, principal: Principal, artifact_id: str) -> tuple[ArtifactInfo, Content]:
+        info = self._catalog.get(principal, artifact_id)
+        if info.state in GONE_STATES:
+            when = info.deleted_at if info.state == "deleted" else info.expires_at
+            why = info.delete_reason or info.state
+            raise Gone(f"artifact {artifact_id} is {info.state} ({why})", reason=why, since=when)
+        return info, self.content(info)
+
+    def content(self, info: ArtifactInfo) -> Content:
+        def missing() -> Exception:
+            try:
+                self._readable(Principal(name=info.owner, role="admin"), info.id)
+            except (Gone, NotFound) as exc:
+                return exc
+            return StorageUnavailable(f"artifact {info.id}: a stored segment is missing")
+
+        return Content(self._ctx.db, self.blobs, info.id, info.size_bytes, info.line_count, missing)
+
+    def open_content(self, principal: Principal, artifact_id: str) -> tuple[ArtifactInfo, Content]:
+        """Metadata and a stable byte view of what is stored now (streaming downloads)."""
+        return self._readable(principal, artifact_id)
+
+    def read_bytes(self, principal: Principal, artifact_id: str, start: int, end: int) -> bytes:
+        """Bytes [start, end), at most ``read_max_bytes``; end clipped to the stored size."""
+        if start < 0 or end < start:
+            raise InvalidRange(f"invalid byte range {start}-{end}: need 0 <= start <= end")
+        if end - start > self.settings.read_max_bytes:
+            raise InvalidRange(
+                f"range of {end - start} bytes exceeds the read limit of "
+                f"{self.settings.read_max_bytes} bytes"
+            )
+        _, content = self._readable(principal, artifact_id)
+        return content.read(start, end)
+
+    def text(
+        self, principal: Principal, artifact_id: str, offset: int = 0, limit: int | None = None
+    ) -> TextWindow:
+        info, content = self._readable(principal, artifact_id)
+        limit = self._bound(limit)
+        return _stated(reads.text_window(content, offset, limit, complete=info.complete), info)
+
+    def lines(
+        self,
+        principal: Principal,
+        artifact_id: str,
+        start: int = 1,
+        count: int = 100,
+        max_bytes: int | None = None,
+    ) -> LineWindow:
+        info, content = self._readable(principal, artifact_id)
+        window = reads.line_window(
+            content, start, count, max_bytes=self._bound(max_bytes), complete=info.complete
+        )
+        return _stated(window, info)
+
+    def tail(
+        self,
+        principal: Principal,
+        artifact_id: str,
+        *,
+        lines: int | None = None,
+        nbytes: int | None = None,
+        max_bytes: int | None = None,
+    ) -> TailWindow:
+        info, content = self._readable(principal, artifact_id)
+        window = reads.tail(
+            content,
+            lines=lines,
+            nbytes=nbytes,
+            max_bytes=self._bound(max_bytes),
+            complete=info.complete,
+        )
+        return _stated(window, info)
+
+    def grep(
+        self,
+        principal: Principal,
+        artifact_id: str,
+        pattern: str,
+        *,
+        ignore_case: bool = False,
+        fixed: bool = False,
+        context: int = 0,
+        max_matches: int = 100,
+        offset: int = 0,
+        max_bytes: int | None = None,
+        scan_bytes: int = 256 * 1024 * 1024,
+    ) -> GrepResult:
+        grep.compile_pattern(pattern, ignore_case=ignore_case, fixed=fixed)  # fail fast
+        info, content = self._readable(principal, artifact_id)
+        found = grep.grep(
+            content,
+            pattern,
+            ignore_case=ignore_case,
+            fixed=fixed,
+            context=context,
+            max_matches=max_matches,
+            offset=offset,
+            max_bytes=self._bound(max_bytes),
+            scan_bytes=scan_bytes,
+            complete=info.complete,
+        )
+        return _stated(found, info)
+
+    def _bound(self, value: int | None) -> int:
+        cap = self.settings.read_max_bytes
+        if value is None:
+            return cap
+        if value <= 0:
+            raise InvalidRange(f"limit must be positive, got {value}")
+        return min(value, cap)
+
+
+_W = TypeVar("_W", bound=Window)
+
+
+def _stated(window: _W, info: ArtifactInfo) -> _W:
+    """Stamp a read with the artifact's state as of the read (sizes from the view)."""
+    size = getattr(window, "size_bytes", 0) or info.size_bytes
+    return window.model_copy(
+        update={
+            "state": info.state,
+            "size_bytes": size,
+            "total_bytes": max(info.total_bytes, size),
+            "error": info.error,
+        }
+    )

@@ -1,0 +1,69 @@
+"""The in-process writer's segment target: where an ArtifactWriter's segments go
+when the store is in this process. It owns the batch file a publish batch's
+segments share (on a backend that can append), and gives back every unpublished
+blob the moment storing fails, so a full disk recovers at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from overspill.artifacts.errors import OverspillError
+from overspill.artifacts.writer import StagedSegment
+
+if TYPE_CHECKING:
+    from overspill.artifacts.ingest import Ingest
+
+log = logging.getLogger(__name__)
+
+
+class StoreTarget:
+    """An in-process writer's segments: blobs through the store's backend, rows in
+    its database, under the writer's lease (``token``; None for HTTP appends)."""
+
+    def __init__(self, store: Ingest, artifact_id: str, token: str | None, start: int):
+        self._store = store
+        self._id = artifact_id
+        self._token = token
+        self._start = start
+        self._batch_blob: str | None = None  # the blob this publish batch appends to
+
+    def stage(self, offset: int, data: memoryview) -> str | None:
+        self._batch_blob = self._store.stage_segment(
+            self._id, self._start + offset, data, self._batch_blob
+        )
+        return self._batch_blob
+
+    def publish(self, staged: Sequence[StagedSegment]) -> tuple[int, str | None]:
+        # The writer publishes all it staged, so the next segment starts a new blob.
+        self._batch_blob = None
+        if self._start:  # the writer counts from where it started; rows from byte 0
+            staged = [replace(seg, offset=self._start + seg.offset) for seg in staged]
+        return self._store.publish_segments(self._id, self._token, staged)
+
+    def renew(self) -> None:
+        self._store.renew_lease(self._id, self._token)
+
+    def discard(self, staged: Sequence[StagedSegment]) -> None:
+        keys = {seg.key for seg in staged} | ({self._batch_blob} if self._batch_blob else set())
+        self._batch_blob = None
+        try:
+            self._store.blobs.delete_many(sorted(keys))  # none of them is in a row yet
+        except OverspillError as exc:
+            log.warning("artifact %s: unpublished blobs left to the reconciler: %s", self._id, exc)
+
+    def finish(
+        self,
+        state: str,
+        size: int,
+        total: int,
+        sha256: str | None,
+        error: str | None,
+        source_update: dict[str, Any] | None,
+    ) -> None:
+        self._store.finish_artifact(
+            self._id, self._token, state, self._start + total, sha256, error, source_update
+        )

@@ -1,0 +1,55 @@
+"""The store's modules import one way: each imports alone in a fresh interpreter,
+no part imports the store, and a module past ~400 lines says why in its docstring."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "artifacts"
+PARTS = ("catalog", "ingest", "reading", "policies", "quotas", "sweeper", "segment_target")
+
+
+def _modules() -> list[str]:
+    names = []
+    for path in sorted(ARTIFACTS.rglob("*.py")):
+        rel = path.relative_to(ARTIFACTS).with_suffix("")
+        parts = [p for p in rel.parts if p != "__init__"]
+        names.append(".".join(["overspill", "artifacts", *parts]))
+    return names
+
+
+def test_every_store_module_imports_alone() -> None:
+    script = (
+        "import importlib, sys\n"
+        "for name in sys.argv[1:]:\n"
+        "    for loaded in [m for m in sys.modules if m.startswith('overspill')]:\n"
+        "        del sys.modules[loaded]\n"
+        "    importlib.import_module(name)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, *_modules()], capture_output=True, text=True, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_no_part_of_the_store_imports_the_store() -> None:
+    for name in PARTS:
+        tree = ast.parse((ARTIFACTS / f"{name}.py").read_text())
+        imported = {
+            node.module
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module is not None
+        }
+        assert "overspill.artifacts.store" not in imported, name
+
+
+def test_a_long_module_says_why_it_is_long() -> None:
+    for path in ARTIFACTS.rglob("*.py"):
+        lines = path.read_text().count("\n")
+        if lines > 420:
+            doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+            assert "lines" in doc and ("because" in doc or ":" in doc), (path.name, lines)
