@@ -50,6 +50,7 @@ class SegmentRef:
     size: int
     line_offset: int
     newlines: int
+    blob_offset: int  # where offset sits in the blob
 
     @property
     def end(self) -> int:
@@ -122,8 +123,8 @@ class Content:
                 return
             if seg.offset > pos:  # a hole: segments were purged mid-read
                 raise self._on_missing()
-            base = segment_key_base(seg.key)
-            lo, hi = pos - base, min(end, seg.end) - base
+            shift = seg.offset - seg.blob_offset  # artifact offset -> blob offset
+            lo, hi = pos - shift, min(end, seg.end) - shift
             try:
                 for chunk in self._blobs.read(seg.key, lo, hi):
                     pos += len(chunk)
@@ -196,4 +197,9 @@ class Content:
 
 
 def _ref(row: Segment) -> SegmentRef:
-    return SegmentRef(row.seq, row.blob_key, row.offset, row.size, row.line_offset, row.newlines)
+    where = row.blob_offset
+    if where is None:  # a row from before the column: the key says where the blob starts
+        where = row.offset - segment_key_base(row.blob_key)
+    return SegmentRef(
+        row.seq, row.blob_key, row.offset, row.size, row.line_offset, row.newlines, where
+    )

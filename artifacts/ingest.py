@@ -290,6 +290,7 @@ class Ingest(Part):
                             offset=seg.offset,
                             size=seg.size,
                             blob_key=seg.key,
+                            blob_offset=seg.offset - segment_key_base(seg.key),
                             line_offset=line_offset,
                             newlines=seg.newlines,
                             created_at=now,

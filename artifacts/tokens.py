@@ -21,10 +21,11 @@ from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
 
 from overspill.artifacts import audit
 from overspill.artifacts.clock import Clock
-from overspill.artifacts.db.models import ApiToken
+from overspill.artifacts.db.models import ApiToken, ServerKey
 from overspill.artifacts.db.unit import Database
 from overspill.artifacts.errors import InvalidArgument, NotFound
 from overspill.artifacts.records import ROLES, Principal
@@ -91,6 +92,7 @@ def _info(row: ApiToken) -> TokenInfo:
 class TokenStore:
     def __init__(self, db: Database, clock: Clock) -> None:
         self._db = db
+        self._server_secret: str | None = None
         self._clock = clock
 
     def create(
@@ -170,8 +172,39 @@ class TokenStore:
             if row is None:
                 raise NotFound("token not found")
             expires = int(self._clock.now().timestamp()) + ttl_s
-            mac = _ticket_mac(row.token_sha256, row.id, expires, scope)
-            return f"{row.id}.{expires}.{mac}", datetime.fromtimestamp(expires, UTC)
+            token_id, token_hash = row.id, row.token_sha256
+        mac = _ticket_mac(self._ticket_key(token_hash), token_id, expires, scope)
+        return f"{token_id}.{expires}.{mac}", datetime.fromtimestamp(expires, UTC)
+
+    def _ticket_key(self, token_hash: str) -> str:
+        """The HMAC key of a ticket: the server's own secret and the token's hash.
+        The hash alone would let whoever reads the api_tokens table mint tickets;
+        the secret alone would not end a ticket when its token is revoked."""
+        if self._server_secret is None:
+            self._server_secret = self._load_server_secret()
+        return self._server_secret + token_hash
+
+    def _load_server_secret(self) -> str:
+        with self._db.read() as s:
+            row = s.get(ServerKey, "tickets")
+            if row is not None:
+                return row.secret
+        try:
+            with self._db.write() as s:
+                if s.get(ServerKey, "tickets") is None:  # the write lock is held
+                    s.add(
+                        ServerKey(
+                            name="tickets",
+                            secret=secrets.token_urlsafe(48),
+                            created_at=self._clock.now(),
+                        )
+                    )
+        except IntegrityError:
+            pass  # another process made it first (PostgreSQL): use theirs
+        with self._db.read() as s:
+            made = s.get(ServerKey, "tickets")
+            assert made is not None
+            return made.secret
 
     def redeem(self, ticket: str, scope: str) -> Principal | None:
         """The principal a ticket acts for, or None if forged, expired, for another
@@ -188,7 +221,7 @@ class TokenStore:
             if not _usable(row, now):
                 return None
             assert row is not None
-            expected = _ticket_mac(row.token_sha256, row.id, expires_s, scope)
+            expected = _ticket_mac(self._ticket_key(row.token_sha256), row.id, expires_s, scope)
             if not hmac.compare_digest(expected, mac):
                 return None
             return Principal(name=row.principal, role=row.role)  # type: ignore[arg-type]

@@ -592,3 +592,33 @@ def test_head_and_content_range_while_an_artifact_is_written(api: Api) -> None:
     api.client.post(f"/v1/artifacts/{art}/complete", json={}, headers=h)
     r = api.client.get(f"/v1/artifacts/{art}/content", headers={**h, "Range": "bytes=0-3"})
     assert r.headers["content-range"] == "bytes 0-3/10"
+
+
+def test_a_ticket_needs_the_servers_secret_not_only_the_stored_token_hash(api: Api) -> None:
+    import hashlib
+    import hmac
+    import time
+
+    from sqlalchemy import select
+
+    from overspill.artifacts.db.models import ApiToken
+
+    art = _upload(api, b"secret bytes")
+    link = api.client.post(f"/v1/artifacts/{art}/download-link", headers=api.h(api.alice)).json()[
+        "url"
+    ]
+    assert api.client.get(link).content == b"secret bytes"
+    # Someone who can read the api_tokens table mints a ticket from a stored hash:
+    with api.store._sessions() as s:
+        row = (
+            s.execute(select(ApiToken).where(ApiToken.principal == "user:alice")).scalars().first()
+        )
+        assert row is not None
+        token_id, token_hash = row.id, row.token_sha256
+    expires = int(time.time()) + 60
+    message = f"{token_id}|{expires}|content:{art}".encode()
+    forged = hmac.new(token_hash.encode(), message, hashlib.sha256).hexdigest()
+    r = api.client.get(
+        f"/v1/artifacts/{art}/content", params={"ticket": f"{token_id}.{expires}.{forged}"}
+    )
+    assert r.status_code == 401

@@ -508,3 +508,21 @@ def test_a_missing_extra_names_the_install_command(
         make_engine("postgresql+psycopg://u@127.0.0.1:1/d")
     with pytest.raises(ConfigurationError, match="known schemes are file://, s3://"):
         open_blob_store("gs://bucket/p")
+
+
+def test_segments_record_where_they_sit_in_their_blob_and_old_rows_still_read(
+    store: ArtifactStore,
+) -> None:
+    from sqlalchemy import select, update
+
+    from overspill.artifacts.db.models import Segment
+
+    data = b"".join(b"%06d\n" % i for i in range(60_000))  # several segments per batch
+    art = write_artifact(store, data)
+    with store._sessions() as s:
+        rows = s.execute(select(Segment).where(Segment.artifact_id == art)).scalars().all()
+        assert len(rows) > 2 and all(r.blob_offset is not None for r in rows)
+    assert store.read_bytes(ALICE, art, 0, len(data)) == data
+    with store.db.write() as s:  # as rows written before migration 0003 are
+        s.execute(update(Segment).where(Segment.artifact_id == art).values(blob_offset=None))
+    assert store.read_bytes(ALICE, art, 0, len(data)) == data

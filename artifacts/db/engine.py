@@ -22,7 +22,7 @@ from overspill.artifacts.errors import ConfigurationError, StorageUnavailable
 WRITE_LOCK = "overspill_write_lock"
 """Execution option: this transaction reads then writes; lock up front on SQLite."""
 
-SCHEMA_HEAD = "0002"
+SCHEMA_HEAD = "0003"
 """The newest revision in migrations/versions (a test keeps the two in step)."""
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"

@@ -124,6 +124,9 @@ class Segment(Base):
     line_offset: Mapped[int] = mapped_column(BigInteger)
     newlines: Mapped[int] = mapped_column(BigInteger)
     created_at: Mapped[datetime]
+    # Where the segment's first byte sits in its blob (segments of one publish
+    # batch share a file). Null on rows from before 0003: read from the key.
+    blob_offset: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
 
     __table_args__ = (UniqueConstraint("artifact_id", "offset", name="uq_segments_offset"),)
 
@@ -152,6 +155,17 @@ class RetentionPolicy(Base):
     over_quota: Mapped[str] = mapped_column(String(20), default="reject")
     updated_at: Mapped[datetime]
     updated_by: Mapped[str] = mapped_column(String(200))
+
+
+class ServerKey(Base):
+    """A secret the server keeps for itself (in the database, so every API process
+    behind a load balancer shares it); never shown, never sent."""
+
+    __tablename__ = "server_keys"
+
+    name: Mapped[str] = mapped_column(String(50), primary_key=True)
+    secret: Mapped[str] = mapped_column(String(128))
+    created_at: Mapped[datetime]
 
 
 class ApiToken(Base):

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import DataError, DBAPIError, OperationalError
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from overspill.artifacts.db.engine import WRITE_LOCK, first_line
@@ -43,6 +43,8 @@ class Database:
 def translated() -> Iterator[None]:
     try:
         yield
+    except IntegrityError:
+        raise  # a constraint the caller relies on (a race it handles), not an outage
     except DataError as exc:  # e.g. a value out of the column's range
         raise InvalidArgument(f"the database refused a value: {first_line(exc)}") from None
     except (OperationalError, DBAPIError) as exc:
