@@ -4,59 +4,27 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from overspill.artifacts.blobs.base import BlobNotFound, BlobStore
+from overspill.artifacts.blobs.base import BlobStore
+from overspill.artifacts.blobs.contract import BlobStoreContract
 from overspill.artifacts.blobs.local import LocalBlobStore
 from overspill.artifacts.blobs.registry import open_blob_store
-from overspill.artifacts.errors import ConfigurationError, InvalidArgument, StorageUnavailable
+from overspill.artifacts.errors import ConfigurationError, StorageUnavailable
 from tests.helpers import make_bucket
 
 
-@pytest.fixture
-def blobs(blob_url: str) -> Iterator[BlobStore]:
-    yield open_blob_store(blob_url)
+class TestEveryBackend(BlobStoreContract):
+    """The contract that ships in the package, on every backend of the suite."""
 
+    @pytest.fixture(autouse=True)
+    def _url(self, blob_url: str) -> None:
+        self.url = blob_url
 
-def test_put_then_read_any_range(blobs: BlobStore) -> None:
-    data = os.urandom(3 * 1024 * 1024 + 17)
-    blobs.put("art_X/0001_aa", data)
-    assert b"".join(blobs.read("art_X/0001_aa", 0, len(data))) == data
-    assert b"".join(blobs.read("art_X/0001_aa", 5, 9)) == data[5:9]
-    assert b"".join(blobs.read("art_X/0001_aa", len(data) - 1, len(data))) == data[-1:]
-
-
-def test_reading_a_missing_blob_raises_blob_not_found(blobs: BlobStore) -> None:
-    with pytest.raises(BlobNotFound):
-        b"".join(blobs.read("art_X/none", 0, 10))
-
-
-def test_delete_many_is_idempotent(blobs: BlobStore) -> None:
-    for i in range(3):
-        blobs.put(f"art_Y/{i}", b"x")
-    blobs.delete_many(["art_Y/0", "art_Y/1", "art_Y/missing"])
-    assert [b.key for b in blobs.list("art_Y")] == ["art_Y/2"]
-    blobs.delete_many(["art_Y/0"])
-
-
-def test_list_reports_keys_and_sizes(blobs: BlobStore) -> None:
-    blobs.put("art_A/1", b"abc")
-    blobs.put("art_B/1", b"defg")
-    assert {(b.key, b.size) for b in blobs.list()} >= {("art_A/1", 3), ("art_B/1", 4)}
-    assert [b.key for b in blobs.list("art_B")] == ["art_B/1"]
-
-
-@pytest.mark.parametrize("key", ["../escape", "a/../../b", "/abs", "a//b", "a/b/", "sp ace", ""])
-def test_keys_that_could_escape_are_refused(blobs: BlobStore, key: str) -> None:
-    with pytest.raises(InvalidArgument):
-        blobs.put(key, b"x")
-
-
-def test_check_passes_on_a_usable_backend(blobs: BlobStore) -> None:
-    blobs.check()
+    def make_store(self) -> BlobStore:
+        return open_blob_store(self.url)
 
 
 def test_local_files_are_private_and_the_root_is_0700(tmp_path: Path) -> None:
