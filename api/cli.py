@@ -180,8 +180,12 @@ def cmd_cat(args: argparse.Namespace) -> int:
     out = sys.stdout.buffer
     if line_sel:
         start, count = line_sel
+        first = True
         while count > 0:
             win = backend.lines(args.id, start=start, count=min(count, 10000))
+            if first and not win.lines:
+                raise CliError(f"{args.id} has no line {start}: it has {win.line_count} lines")
+            first = False
             for line in win.lines:
                 out.write(line.text.encode() + b"\n")
             count -= len(win.lines)
@@ -194,6 +198,12 @@ def cmd_cat(args: argparse.Namespace) -> int:
         return 0
     start, end = byte_sel
     info = backend.get(args.id)
+    if start > info.size_bytes or (
+        start == info.size_bytes and info.size_bytes and not args.follow
+    ):
+        raise CliError(
+            f"--range starts at byte {start}, past the {info.size_bytes} bytes {args.id} holds"
+        )
     stop = info.size_bytes if end is None else min(end, info.size_bytes)
     progress = _Progress(max(0, stop - start))
     for chunk in backend.iter_content(args.id, start, end, follow=args.follow):
@@ -270,7 +280,9 @@ def cmd_grep(args: argparse.Namespace) -> int:
     if args.json:
         print(res.model_dump_json())
         return 0
-    for m in res.matches:
+    for n, m in enumerate(res.matches):
+        if n and args.context:
+            print("--")  # between groups, as GNU grep does
         for ln in m.before:
             print(f"{ln.number}-{ln.text}")
         print(f"{m.line.number}:{m.line.text}")
@@ -536,7 +548,10 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    entries = _backend(ClientSettings.load()).audit(
+    backend = _backend(ClientSettings.load())
+    if args.artifact:
+        backend.get(args.artifact)  # a missing id is an error, not an empty log
+    entries = backend.audit(
         artifact_id=args.artifact, owner=args.owner, action=args.action, limit=args.limit
     )
     for e in entries:
@@ -568,16 +583,54 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"overspill: {message} (see {self.prog} --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="overspill", description="Artifacts for oversized tool output.")
-    sub = p.add_subparsers(dest="verb", required=True, metavar="VERB", parser_class=_Parser)
+def _size(what: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        from overspill.api.sizes import parse_size
 
-    run = sub.add_parser("run", help="run a command through the executor")
+        try:
+            return parse_size(text, what)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+_EPILOG = """examples:
+  overspill run -- 'make test'              what the model should see
+  overspill ls --min-size 10MB --sort size  the largest outputs
+  overspill grep ID -i -C 2 'error'         search one
+  overspill cat ID --tail 40                the end of one
+  overspill mcp                             the tools for a local agent (stdio)
+
+environment (OVERSPILL_*):
+  HOME, DATABASE_URL, BLOB_URL, S3_ENDPOINT_URL  where the store lives
+  URL, TOKEN                                     a server instead of the local store
+  OWNER, SESSION_ID                              stamped on artifacts made here
+  TIMEOUT_MS, MAX_OUTPUT_BYTES, LEGACY_SPILL, …  the executor (see the README)
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="overspill",
+        description="Artifacts for oversized tool output: bounded tails for the model, "
+        "the full output behind an owned, expiring id.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=f"overspill {_version()}")
+    sub = p.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
+
+    run = sub.add_parser(
+        "run", help="run a command through the executor", usage="%(prog)s [OPTIONS] -- COMMAND..."
+    )
     run.add_argument("--json", action="store_true", help="print the result object")
-    run.add_argument("--timeout-ms", type=float)
-    run.add_argument("--max-output-bytes", type=int)
-    run.add_argument("--cwd")
-    run.add_argument("command", nargs=argparse.REMAINDER)
+    run.add_argument("--timeout-ms", type=float, help="deadline in ms (capped at the maximum)")
+    run.add_argument(
+        "--max-output-bytes", type=int, help="bytes of stdout kept and shown (default 64000)"
+    )
+    run.add_argument("--cwd", help="working directory of the command")
+    run.add_argument("command", nargs=argparse.REMAINDER, help="after --: the command")
     run.set_defaults(func=cmd_run)
 
     mcp = sub.add_parser(
@@ -585,33 +638,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mcp.set_defaults(func=cmd_mcp)
 
-    serve = sub.add_parser("serve", help="serve the HTTP API and web UI")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8765)
+    serve = sub.add_parser("serve", help="serve the HTTP API, the web UI and /mcp")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="port to bind (8765)")
     serve.set_defaults(func=cmd_serve)
 
     put = sub.add_parser("put", help="store standard input as an artifact; print its id")
-    put.add_argument("--name")
-    put.add_argument("--kind", default="output")
+    put.add_argument("--name", help="a name shown in listings")
+    put.add_argument("--kind", default="output", help="a kind label (output)")
     put.set_defaults(func=cmd_put)
 
     ls = sub.add_parser("ls", help="list artifacts")
-    ls.add_argument("--owner")
-    ls.add_argument("--session")
-    ls.add_argument("--state")
-    ls.add_argument("--min-size", type=int)
-    ls.add_argument("--sort", choices=["created", "size"], default="created")
-    ls.add_argument("--limit", type=int, default=50)
+    ls.add_argument("--owner", help="only this owner's (admins)")
+    ls.add_argument("--session", help="only this session's")
+    ls.add_argument("--state", help="only in this state (writing, complete, capped, …)")
+    ls.add_argument("--min-size", type=_size("--min-size"), help="at least this big (10MB)")
+    ls.add_argument("--sort", choices=["created", "size"], default="created", help="order")
+    ls.add_argument("--limit", type=int, default=50, help="rows (50)")
     ls.add_argument("--all", action="store_true", help="include expired and deleted")
-    ls.add_argument("--json", action="store_true")
+    ls.add_argument("--json", action="store_true", help="one JSON object")
     ls.set_defaults(func=cmd_ls)
 
     info = sub.add_parser("info", help="an artifact's metadata as JSON")
-    info.add_argument("id")
+    info.add_argument("id", help="art_…")
     info.set_defaults(func=cmd_info)
 
     cat = sub.add_parser("cat", help="write an artifact's bytes (or part) to stdout")
-    cat.add_argument("id")
+    cat.add_argument("id", help="art_…")
     sel = cat.add_mutually_exclusive_group()
     sel.add_argument("--range", help="bytes START-END (END exclusive) or START-")
     sel.add_argument("--lines", help="lines START:COUNT (1-based)")
@@ -620,33 +673,33 @@ def build_parser() -> argparse.ArgumentParser:
     cat.set_defaults(func=cmd_cat)
 
     grep = sub.add_parser("grep", help="search an artifact (linear-time regex)")
-    grep.add_argument("id")
-    grep.add_argument("pattern")
-    grep.add_argument("-i", "--ignore-case", action="store_true")
-    grep.add_argument("-F", "--fixed-strings", action="store_true")
-    grep.add_argument("-C", "--context", type=int, default=0)
-    grep.add_argument("-m", "--max-count", type=int, default=100)
+    grep.add_argument("id", help="art_…")
+    grep.add_argument("pattern", help="RE2 regular expression")
+    grep.add_argument("-i", "--ignore-case", action="store_true", help="ignore case")
+    grep.add_argument("-F", "--fixed-strings", action="store_true", help="match literally")
+    grep.add_argument("-C", "--context", type=int, default=0, help="lines around each match")
+    grep.add_argument("-m", "--max-count", type=int, default=100, help="matches (100)")
     grep.add_argument("--offset", type=int, default=0, help="resume a scan at this byte")
-    grep.add_argument("--json", action="store_true")
+    grep.add_argument("--json", action="store_true", help="the result object")
     grep.set_defaults(func=cmd_grep)
 
     rm = sub.add_parser("rm", help="delete artifacts (a tombstone remains)")
-    rm.add_argument("ids", nargs="+")
+    rm.add_argument("ids", nargs="+", help="art_…")
     rm.set_defaults(func=cmd_rm)
 
     pin = sub.add_parser("pin", help="pin an artifact so it never expires (--unpin lifts it)")
-    pin.add_argument("id")
-    pin.add_argument("--reason")
-    pin.add_argument("--unpin", action="store_true")
+    pin.add_argument("id", help="art_…")
+    pin.add_argument("--reason", help="why (kept with the pin)")
+    pin.add_argument("--unpin", action="store_true", help="lift the pin")
     pin.set_defaults(func=cmd_pin)
 
     retain = sub.add_parser("retain", help="ask for an artifact's retention (7d, 12h, forever)")
-    retain.add_argument("id")
-    retain.add_argument("retention")
+    retain.add_argument("id", help="art_…")
+    retain.add_argument("retention", help="seconds, 12h, 7d, 'forever' or 'default'")
     retain.set_defaults(func=cmd_retain)
 
     usage = sub.add_parser("usage", help="bytes and counts by owner and state")
-    usage.add_argument("--json", action="store_true")
+    usage.add_argument("--json", action="store_true", help="JSON")
     usage.set_defaults(func=cmd_usage)
 
     token = sub.add_parser("token", help="API tokens")
@@ -654,13 +707,15 @@ def build_parser() -> argparse.ArgumentParser:
         dest="token_verb", required=True, metavar="ACTION", parser_class=_Parser
     )
     tc = tsub.add_parser("create", help="issue a token (printed alone on the last line)")
-    tc.add_argument("--principal", required=True)
-    tc.add_argument("--role", choices=["agent", "user", "admin"], default="agent")
-    tc.add_argument("--label")
-    tc.add_argument("--expires-in", type=int, help="seconds")
+    tc.add_argument("--principal", required=True, help="who it acts as, e.g. agent:ci-bot")
+    tc.add_argument(
+        "--role", choices=["agent", "user", "admin"], default="agent", help="what it may do"
+    )
+    tc.add_argument("--label", help="a note shown in token lists")
+    tc.add_argument("--expires-in", type=int, help="seconds until it stops working")
     tsub.add_parser("list", help="list tokens")
     tr = tsub.add_parser("revoke", help="revoke a token")
-    tr.add_argument("id")
+    tr.add_argument("id", help="tok_…")
     token.set_defaults(func=cmd_token)
 
     ret = sub.add_parser("retention", help="show or set retention policies (admin)")
@@ -668,29 +723,33 @@ def build_parser() -> argparse.ArgumentParser:
         dest="retention_verb", required=True, metavar="ACTION", parser_class=_Parser
     )
     rshow = rsub.add_parser("show", help="the global policy, or one owner's")
-    rshow.add_argument("--owner")
+    rshow.add_argument("--owner", help="omit for the global policy")
     rset = rsub.add_parser("set", help="set a policy (prints the preview first)")
     rset.add_argument("--owner", help="omit for the global policy")
     rset.add_argument("--default", help="default retention, e.g. 7d")
     rset.add_argument("--max", help="ceiling, e.g. 30d")
-    rset.add_argument("--allow-forever", action="store_true")
-    rset.add_argument("--quota", type=int, help="bytes per owner")
-    rset.add_argument("--max-artifact-bytes", type=int)
+    rset.add_argument("--allow-forever", action="store_true", help="let artifacts be kept forever")
+    rset.add_argument("--quota", type=_size("--quota"), help="bytes per owner (10GiB)")
+    rset.add_argument(
+        "--max-artifact-bytes", type=_size("--max-artifact-bytes"), help="cap per artifact (1GiB)"
+    )
     rset.add_argument("--over-quota", choices=["reject", "evict"], help="when over the quota")
-    rset.add_argument("--apply-to-existing", action="store_true")
+    rset.add_argument(
+        "--apply-to-existing", action="store_true", help="recompute existing expiries"
+    )
     rset.add_argument("--preview", action="store_true", help="only show what would expire")
     ret.set_defaults(func=cmd_retention)
 
     clean = sub.add_parser("cleanup", help="expire, purge and reconcile once")
-    clean.add_argument("--dry-run", action="store_true")
-    clean.add_argument("--json", action="store_true")
+    clean.add_argument("--dry-run", action="store_true", help="say what it would do")
+    clean.add_argument("--json", action="store_true", help="the report as JSON")
     clean.set_defaults(func=cmd_cleanup)
 
     aud = sub.add_parser("audit", help="the audit log, newest first (admin)")
-    aud.add_argument("--artifact")
-    aud.add_argument("--owner")
-    aud.add_argument("--action")
-    aud.add_argument("--limit", type=int, default=50)
+    aud.add_argument("--artifact", help="only this artifact's events")
+    aud.add_argument("--owner", help="only this owner's")
+    aud.add_argument("--action", help="only this action (create, delete, pin, …)")
+    aud.add_argument("--limit", type=int, default=50, help="rows (50)")
     aud.set_defaults(func=cmd_audit)
 
     db = sub.add_parser("db", help="database maintenance")
@@ -700,8 +759,21 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("overspill")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.verb is None:  # bare `overspill`: what it can do, not an error
+        parser.print_help()
+        return 0
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         return func(args)

@@ -119,3 +119,56 @@ def test_run_loads_the_store_only_when_a_stream_overflows(
         timeout=120,
     )
     assert out.stderr.decode().strip().splitlines()[-1] == loaded, out.stderr
+
+
+def test_every_option_of_every_verb_has_help_text() -> None:
+    import argparse
+
+    from overspill.api.cli import build_parser
+
+    def walk(parser: argparse.ArgumentParser, name: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for verb, sub in action.choices.items():
+                    walk(sub, f"{name} {verb}")
+            elif not isinstance(action, argparse._HelpAction):
+                assert action.help, f"{name}: {action.option_strings or action.dest} has no help"
+
+    walk(build_parser(), "overspill")
+
+
+def test_bare_overspill_prints_help_and_version_prints_the_version(tmp_path: Path) -> None:
+    bare = _run(tmp_path)
+    assert bare.returncode == 0 and b"usage: overspill" in bare.stdout
+    assert b"examples:" in bare.stdout and b"OVERSPILL_" in bare.stdout
+    version = _run(tmp_path, "--version")
+    assert version.returncode == 0 and version.stdout.startswith(b"overspill ")
+
+
+def test_sizes_read_as_people_write_them() -> None:
+    from overspill.api.sizes import parse_size
+
+    assert parse_size("10MB") == 10_000_000 and parse_size("1.5GiB") == 1.5 * 2**30
+    assert parse_size("1e9") == 10**9 and parse_size("512") == 512
+    with pytest.raises(ValueError, match="not a size"):
+        parse_size("10 parsecs")
+
+
+def test_selections_past_the_end_and_missing_ids_are_errors(tmp_path: Path) -> None:
+    art = _run(tmp_path, "put", stdin=b"one\ntwo\n").stdout.decode().strip()
+    lines = _run(tmp_path, "cat", art, "--lines", "9999999999:2")
+    assert lines.returncode == 1 and lines.stderr.decode() == (
+        f"overspill: {art} has no line 9999999999: it has 2 lines\n"
+    )
+    rng = _run(tmp_path, "cat", art, "--range", "99999999999-")
+    assert rng.returncode == 1 and b"past the 8 bytes" in rng.stderr
+    audit = _run(tmp_path, "audit", "--artifact", "art_" + "0" * 26)
+    assert audit.returncode == 1 and b"not found" in audit.stderr
+    assert _run(tmp_path, "ls", "--min-size", "1kB").returncode == 0
+
+
+def test_grep_groups_are_separated_as_gnu_grep_does(tmp_path: Path) -> None:
+    data = b"".join(b"%d%s\n" % (i, b" hit" if i in (5, 50) else b"") for i in range(100))
+    art = _run(tmp_path, "put", stdin=data).stdout.decode().strip()
+    out = _run(tmp_path, "grep", art, "hit", "-C", "1").stdout.decode().splitlines()
+    assert out == ["5-4", "6:5 hit", "7-6", "--", "50-49", "51:50 hit", "52-51"]
