@@ -341,6 +341,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     abort, received = _abort_on_signals()
     result = Executor(shell_settings, sink).run(request, abort=abort)
+    for stream in (result.stdout, result.stderr):
+        if stream.truncated and stream.storage_error:  # stdout stays the model's text
+            reason = stream.storage_error.splitlines()[0]
+            print(f"overspill: warning: full output not stored: {reason}", file=sys.stderr)
     if args.json:
         print(json.dumps(result.contract_json()))
     else:
@@ -583,6 +587,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"overspill: {message} (see {self.prog} --help)\n")
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0-65535)")
+    return port
+
+
 def _size(what: str) -> Callable[[str], int]:
     def parse(text: str) -> int:
         from overspill.api.sizes import parse_size
@@ -640,7 +654,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="serve the HTTP API, the web UI and /mcp")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8765, help="port to bind (8765)")
+    serve.add_argument("--port", type=_port, default=8765, help="port to bind (8765)")
     serve.set_defaults(func=cmd_serve)
 
     put = sub.add_parser("put", help="store standard input as an artifact; print its id")
@@ -759,6 +773,32 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# Names the tests and tools read themselves (not settings of a verb).
+_OTHER_NAMES = {"CONFIG", "CHROMIUM", "TEST_PG_URL", "REQUIRE_POSTGRES", "REQUIRE_BROWSER"}
+
+
+def _check_settings() -> None:
+    """Every OVERSPILL_* setting is validated once, at the start of every verb (a
+    bad value is one line and exit 1, before anything runs), and a name that is
+    no setting gets a warning naming the closest one."""
+    import difflib
+    import os
+
+    from overspill.api.settings import ServerSettings
+    from overspill.shell.config import ShellSettings
+
+    classes = (StoreSettings, ShellSettings, ClientSettings, ServerSettings)
+    for cls in classes:
+        cls.load()
+    known = {name.upper() for cls in classes for name in cls.model_fields} | _OTHER_NAMES
+    for name in sorted(os.environ):
+        if not name.startswith("OVERSPILL_") or name[len("OVERSPILL_") :] in known:
+            continue
+        close = difflib.get_close_matches(name[len("OVERSPILL_") :], known, n=1)
+        hint = f"; did you mean OVERSPILL_{close[0]}?" if close else ""
+        print(f"overspill: warning: {name} is not a setting{hint}", file=sys.stderr)
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -776,6 +816,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     func: Callable[[argparse.Namespace], int] = args.func
     try:
+        _check_settings()
         return func(args)
     except (OverspillError, CliError, ValueError, RuntimeError) as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

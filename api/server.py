@@ -17,9 +17,22 @@ from overspill.artifacts.store import ArtifactStore
 
 
 def serve(host: str, port: int) -> int:
+    import socket
+
     import uvicorn
 
     settings = StoreSettings.load()
+    interval = ServerSettings.load().sweep_interval_s  # every setting is checked first
+    # Bind before saying where we serve: a port in use is one clear line, and the
+    # URL printed is one that answers.
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise RuntimeError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     store = ArtifactStore.open(settings)
     owner = ClientSettings.load().owner
     shown_host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
@@ -39,12 +52,12 @@ def serve(host: str, port: int) -> int:
             file=sys.stderr,
         )
     app = create_app(store)
-    interval = ServerSettings.load().sweep_interval_s
     sweeper = PeriodicSweeper(store, interval) if interval > 0 else None
     if sweeper:
         sweeper.start()
     try:
-        uvicorn.run(app, host=host, port=port, log_level="info", access_log=False)
+        config = uvicorn.Config(app, log_level="info", access_log=False)
+        uvicorn.Server(config).run(sockets=[sock])
     finally:
         if sweeper:
             sweeper.stop()

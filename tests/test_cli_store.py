@@ -172,3 +172,58 @@ def test_grep_groups_are_separated_as_gnu_grep_does(tmp_path: Path) -> None:
     art = _run(tmp_path, "put", stdin=data).stdout.decode().strip()
     out = _run(tmp_path, "grep", art, "hit", "-C", "1").stdout.decode().splitlines()
     assert out == ["5-4", "6:5 hit", "7-6", "--", "50-49", "51:50 hit", "52-51"]
+
+
+def test_settings_are_checked_for_every_verb_and_misspellings_are_named(tmp_path: Path) -> None:
+    def run_with(**env: str) -> subprocess.CompletedProcess[bytes]:
+        full = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
+        full.update(OVERSPILL_HOME=str(tmp_path), **env)
+        return subprocess.run(
+            [sys.executable, "-m", "overspill.api.cli", "run", "--", "echo hi"],
+            capture_output=True,
+            env=full,
+        )
+
+    bad = run_with(OVERSPILL_SEGMENT_BYTES="0")
+    assert bad.returncode == 1 and bad.stdout == b""
+    assert bad.stderr.decode().splitlines() == [
+        "overspill: invalid setting OVERSPILL_SEGMENT_BYTES: Input should be greater than 0"
+    ]
+    typo = run_with(OVERSPILL_MAX_OUTPUT_BYTE="5")
+    assert typo.returncode == 0 and typo.stdout == b"hi\n"
+    assert (
+        b"OVERSPILL_MAX_OUTPUT_BYTE is not a setting; did you mean OVERSPILL_MAX_OUTPUT_BYTES?"
+        in typo.stderr
+    )
+
+
+def test_serve_says_in_one_line_when_it_cannot_listen(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        busy = _run(tmp_path, "serve", "--port", str(port))
+    assert busy.returncode == 1
+    assert busy.stderr.decode().splitlines() == [
+        f"overspill: cannot listen on 127.0.0.1:{port}: Address already in use"
+    ]
+    bad = _run(tmp_path, "serve", "--port", "99999")
+    assert bad.returncode == 2 and len(bad.stderr.decode().splitlines()) == 1
+
+
+def test_run_warns_on_stderr_when_the_full_output_could_not_be_stored(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
+    env.update(
+        OVERSPILL_HOME=str(tmp_path),
+        OVERSPILL_DATABASE_URL="postgresql+psycopg://x@127.0.0.1:1/x",
+        OVERSPILL_MAX_OUTPUT_BYTES="100",
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "overspill.api.cli", "run", "--", "seq 1 1000"],
+        capture_output=True,
+        env=env,
+    )
+    assert r.returncode == 0 and r.stdout.decode().endswith("]")  # the model's text alone
+    assert r.stderr.decode().startswith("overspill: warning: full output not stored: ")
