@@ -49,7 +49,10 @@ def create_app(
         description="Artifacts for the oversized output of agent tools. Authenticate with "
         "`Authorization: Bearer <token>`; another owner's artifact answers 404.",
         lifespan=lifespan,
+        docs_url=None,  # served below from assets on disk, not a CDN
+        redoc_url=None,
     )
+    _offline_docs(app)
     app.state.store = store
     # No redirect for a trailing slash: it was built from the Host header, so any
     # Host a client sent came back as the place to go.
@@ -89,6 +92,40 @@ def create_app(
         return response
 
     return app
+
+
+def _offline_docs(app: FastAPI) -> None:
+    """/docs (Swagger UI) and /redoc with their files from the pinned
+    fastapi-offline package, so the API browser works on a machine without
+    internet (FastAPI's defaults load them from a CDN: a blank page offline)."""
+    from importlib.resources import files
+
+    from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+    from fastapi.responses import HTMLResponse
+    from fastapi.staticfiles import StaticFiles
+
+    assets = str(files("fastapi_offline").joinpath("static"))
+    app.mount("/docs-assets", StaticFiles(directory=assets), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="overspill API",
+            swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs-assets/swagger-ui.css",
+            swagger_favicon_url="/docs-assets/favicon.png",
+        )
+
+    @app.get("/redoc", include_in_schema=False)
+    def redoc() -> HTMLResponse:
+        return get_redoc_html(
+            openapi_url="/openapi.json",
+            title="overspill API",
+            redoc_js_url="/docs-assets/redoc.standalone.js",
+            redoc_favicon_url="/docs-assets/favicon.png",
+            with_google_fonts=False,
+        )
 
 
 def _mcp(app: FastAPI) -> Any:

@@ -699,3 +699,27 @@ def test_control_characters_in_metadata_are_shown_as_escapes(page: Any, site: Si
     body = page.inner_text("main")
     assert "\x1b" not in body and "\x07" not in body and "\u202e" not in body
     assert "\\x07" in body and "\\u202e" in body
+
+
+def test_the_api_docs_render_with_the_network_blocked(page: Any, site: Site) -> None:
+    outside: list[str] = []
+
+    def only_loopback(route: Any) -> None:
+        url = route.request.url
+        if url.startswith(site.url):
+            route.continue_()
+        else:
+            outside.append(url)
+            route.abort()
+
+    page.context.route("**/*", only_loopback)
+    page.goto(f"{site.url}/docs")
+    page.wait_for_selector(".opblock")
+    assert "overspill" in page.inner_text(".swagger-ui .info")
+    assert page.locator(".opblock").count() >= 20
+    assert outside == []  # Swagger UI fetched nothing from anywhere else
+    page.goto(f"{site.url}/redoc")
+    page.wait_for_selector("h1")
+    assert "overspill" in page.inner_text("h1")
+    # ReDoc renders offline; only its "API docs by Redocly" logo is an outside image.
+    assert all(url.endswith(".svg") for url in outside), outside
