@@ -10,11 +10,13 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import shutil
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from overspill.api.settings import ClientSettings
@@ -106,12 +108,16 @@ def _human(n: int) -> str:
 
 
 class _Progress:
-    """A one-line progress meter on stderr for long transfers (only on a terminal)."""
+    """A one-line progress meter on stderr for long transfers: only when stderr is a
+    terminal and the data is not going to a terminal too (where the two would mix:
+    the meter's carriage returns landed inside the bytes on screen)."""
 
     def __init__(self, total: int) -> None:
         self.total = total
         self.done = 0
-        self.enabled = total >= _PROGRESS_MIN_BYTES and sys.stderr.isatty()
+        self.enabled = (
+            total >= _PROGRESS_MIN_BYTES and sys.stderr.isatty() and not sys.stdout.isatty()
+        )
         self._last = 0.0
         self._start = time.monotonic()
 
@@ -224,6 +230,7 @@ def cmd_ls(args: argparse.Namespace) -> int:
         limit=args.limit,
         include_gone=args.all or None,
         min_size=args.min_size,
+        cursor=args.cursor,
     )
     if args.json:
         print(
@@ -231,32 +238,63 @@ def cmd_ls(args: argparse.Namespace) -> int:
                 {
                     "items": [i.model_dump(mode="json") for i in page.items],
                     "next_cursor": page.next_cursor,
+                    "total_bytes": page.total_bytes,
                 }
             )
         )
         return 0
-    print(
-        f"{'ID':<31} {'SIZE':>10} {'STATE':<10} {'CREATED':<19} {'EXPIRES':<19} "
-        f"{'OWNER':<18} SOURCE"
-    )
+    width = shutil.get_terminal_size((100, 24)).columns
+    wide = width >= 120  # room for the session column too
+    session = f"{'SESSION':<12} " if wide else ""
+    header = f"{'ID':<30} {'SIZE':>9} {'STATE':<8} {'EXIT':<4} {'CREATED':<8} {session}SOURCE"
+    print(_fit(header, width))
     for i in page.items:
-        print(_row(i))
-    if page.total_bytes is not None:
-        print(f"{len(page.items)} shown, {_human(page.total_bytes)} in all matching")
+        print(_fit(_row(i, wide), width))
+    matching = (
+        f", {_human(page.total_bytes)} in all matching" if page.total_bytes is not None else ""
+    )
+    print(f"{len(page.items)} shown{matching}")
+    if page.next_cursor:
+        again = [a for a in sys.argv[1:] if a != "--cursor"]
+        if "--cursor" in sys.argv:  # drop the old cursor's value too
+            at = sys.argv.index("--cursor")
+            again = sys.argv[1:at] + sys.argv[at + 2 :]
+        print(f"more: overspill {shlex.join(again)} --cursor {page.next_cursor}")
     return 0
 
 
-def _row(i: ArtifactInfo) -> str:
+def _fit(line: str, width: int) -> str:
+    return line if len(line) <= width else line[: max(10, width - 1)] + "…"
+
+
+def _when(moment: datetime | None) -> str:
+    """A time as people read it: local, and short when it is today."""
+    if moment is None:
+        return "never"
+    local = moment.astimezone()
+    if local.date() == datetime.now().astimezone().date():
+        return f"{local:%H:%M:%S}"
+    return f"{local:%Y-%m-%d %H:%M}"
+
+
+def _exit(src: dict[str, Any]) -> str:
+    if src.get("timed_out"):
+        return "timeout"
+    if src.get("signal"):
+        return str(src["signal"]).removeprefix("SIG")
+    code = src.get("exit_code")
+    return "-" if code is None else str(code)
+
+
+def _row(i: ArtifactInfo, wide: bool = True) -> str:
     src = i.source
-    what = str(src.get("command") or i.name or "")[:40]
+    what = " ".join(str(src.get("command") or i.name or "").split())
     if src.get("stream"):
-        what = f"[{src['stream']}] {what}"
-    expires = (
-        "pinned" if i.pinned else (f"{i.expires_at:%Y-%m-%d %H:%M}" if i.expires_at else "never")
-    )
+        what = f"{ {'stdout': 'out', 'stderr': 'err'}.get(src['stream'], src['stream']) }: {what}"
+    session = f"{(i.session_id or '-')[:12]:<12} " if wide else ""
     return (
-        f"{i.id:<31} {_human(i.size_bytes):>10} {i.state:<10} {i.created_at:%Y-%m-%d %H:%M:%S} "
-        f"{expires:<19} {i.owner:<18} {what}"
+        f"{i.id:<30} {_human(i.size_bytes):>9} {i.state:<8} {_exit(src):<4} "
+        f"{_when(i.created_at):<8} {session}{what}"
     )
 
 
@@ -309,7 +347,7 @@ def cmd_pin(args: argparse.Namespace) -> int:
     if info.pinned:
         print(f"pinned {info.id} (by {info.pinned_by}: {info.pin_reason or 'no reason given'})")
     else:
-        print(f"unpinned {info.id}; expires {info.expires_at or 'never'} ({info.retention_source})")
+        print(f"unpinned {info.id}; expires {_when(info.expires_at)} ({info.retention_source})")
     return 0
 
 
@@ -317,7 +355,7 @@ def cmd_retain(args: argparse.Namespace) -> int:
     backend = _backend(ClientSettings.load())
     info = backend.set_retention(args.id, _parse_retention(args.retention))
     clamp = " (clamped)" if info.retention_clamped else ""
-    print(f"{info.id} expires {info.expires_at or 'never'}: {info.retention_source}{clamp}")
+    print(f"{info.id} expires {_when(info.expires_at)}: {info.retention_source}{clamp}")
     return 0
 
 
@@ -453,12 +491,12 @@ def cmd_token(args: argparse.Namespace) -> int:
         )
         print(issued.token)
     elif args.token_verb == "list":
+        print(f"{'ID':<22} {'PRINCIPAL':<24} {'ROLE':<6} {'STATUS':<8} LAST USED  LABEL")
         for t in backend.list_tokens():
             status = "revoked" if t.revoked_at else "active"
-            used = f"{t.last_used_at:%Y-%m-%d %H:%M}" if t.last_used_at else "never"
             print(
-                f"{t.id:<22} {t.principal:<24} {t.role:<6} {status:<8} last used {used}"
-                f"{'  ' + t.label if t.label else ''}"
+                f"{t.id:<22} {t.principal:<24} {t.role:<6} {status:<8} "
+                f"{_when(t.last_used_at):<10} {t.label or ''}"
             )
     else:
         backend.revoke_token(args.id)
@@ -539,12 +577,12 @@ def cmd_cleanup(args: argparse.Namespace) -> int:
     if args.json:
         print(r.model_dump_json())
         return 0
-    verb = "would delete" if r.dry_run else "deleted"
+    verb, fin = ("would delete", "would finalise") if r.dry_run else ("deleted", "finalised")
     print(
         f"{verb}: {r.expired} expired artifacts, bytes of {r.purged} tombstones "
         f"({_human(r.bytes_freed)}), {r.orphan_blobs} orphan blobs ({_human(r.orphan_bytes)}), "
         f"{r.tombstones_removed} old tombstones, {r.partial_uploads} partial uploads, "
-        f"{r.legacy_spill_files} legacy spill files; finalised {r.writers_finalised} dead writers"
+        f"{r.legacy_spill_files} legacy spill files; {fin} {r.writers_finalised} dead writers"
     )
     for err in r.errors:
         print(f"overspill: cleanup error: {err}", file=sys.stderr)
@@ -670,6 +708,7 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--sort", choices=["created", "size"], default="created", help="order")
     ls.add_argument("--limit", type=int, default=50, help="rows (50)")
     ls.add_argument("--all", action="store_true", help="include expired and deleted")
+    ls.add_argument("--cursor", help="continue a listing (the 'more:' line prints the command)")
     ls.add_argument("--json", action="store_true", help="one JSON object")
     ls.set_defaults(func=cmd_ls)
 

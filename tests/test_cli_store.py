@@ -227,3 +227,56 @@ def test_run_warns_on_stderr_when_the_full_output_could_not_be_stored(tmp_path: 
     )
     assert r.returncode == 0 and r.stdout.decode().endswith("]")  # the model's text alone
     assert r.stderr.decode().startswith("overspill: warning: full output not stored: ")
+
+
+def test_ls_fits_an_80_column_terminal_and_prints_the_next_page_command(tmp_path: Path) -> None:
+    for i in range(3):
+        _run(
+            tmp_path, "put", "--name", f"a rather long name for output number {i} " * 3, stdin=b"x"
+        )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
+    env.update(OVERSPILL_HOME=str(tmp_path), COLUMNS="80")
+    out = subprocess.run(
+        [sys.executable, "-m", "overspill.api.cli", "ls", "--limit", "2"],
+        capture_output=True,
+        env=env,
+    ).stdout.decode()
+    rows = out.splitlines()
+    assert rows[0].split() == ["ID", "SIZE", "STATE", "EXIT", "CREATED", "SOURCE"]
+    assert all(len(r) <= 80 for r in rows[:-1]), rows
+    assert rows[-2] == "2 shown, 3 B in all matching"
+    more = rows[-1].removeprefix("more: overspill ").split()
+    rest = subprocess.run(
+        [sys.executable, "-m", "overspill.api.cli", *more], capture_output=True, env=env
+    ).stdout.decode()
+    assert len(rest.splitlines()) == 3 and "1 shown" in rest  # the third one, no more line
+
+
+def test_no_progress_bytes_mix_into_data_on_a_terminal(tmp_path: Path) -> None:
+    import pty
+
+    data = b"0123456789abcdef" * (9 * 1024 * 1024 // 16)  # past the 8 MiB meter threshold
+    art = _run(tmp_path, "put", stdin=data).stdout.decode().strip()
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
+    env["OVERSPILL_HOME"] = str(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "overspill.api.cli", "cat", art, "--range", "0-9000000"],
+        stdout=slave,
+        stderr=slave,
+        env=env,
+    )
+    os.close(slave)
+    got = bytearray()
+    while True:
+        try:
+            piece = os.read(master, 1 << 16)
+        except OSError:  # EIO: the other side closed
+            break
+        if not piece:
+            break
+        got += piece
+    proc.wait(timeout=60)
+    os.close(master)
+    assert b"MiB /" not in got and b"\r" not in got.replace(b"\r\n", b"")
+    assert len(got.replace(b"\r\n", b"\n")) == 9_000_000
