@@ -604,6 +604,13 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_completion(args: argparse.Namespace) -> int:
+    from overspill.api.completion import SHELLS
+
+    sys.stdout.write(SHELLS[args.shell](build_parser()))
+    return 0
+
+
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
     from overspill.artifacts.db.engine import make_engine, upgrade
 
@@ -804,6 +811,10 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--action", help="only this action (create, delete, pin, …)")
     aud.add_argument("--limit", type=int, default=50, help="rows (50)")
     aud.set_defaults(func=cmd_audit)
+
+    comp = sub.add_parser("completion", help="print a shell completion script")
+    comp.add_argument("shell", choices=["bash", "zsh", "fish"], help="which shell's")
+    comp.set_defaults(func=cmd_completion)
 
     db = sub.add_parser("db", help="database maintenance")
     dbsub = db.add_subparsers(dest="db_verb", required=True, metavar="ACTION", parser_class=_Parser)

@@ -280,3 +280,16 @@ def test_no_progress_bytes_mix_into_data_on_a_terminal(tmp_path: Path) -> None:
     os.close(master)
     assert b"MiB /" not in got and b"\r" not in got.replace(b"\r\n", b"")
     assert len(got.replace(b"\r\n", b"\n")) == 9_000_000
+
+
+def test_the_bash_completion_offers_verbs_and_each_verbs_options(tmp_path: Path) -> None:
+    script = _run(tmp_path, "completion", "bash").stdout.decode()
+    probe = (
+        script
+        + 'COMP_WORDS=(overspill g); COMP_CWORD=1; _overspill; echo "${COMPREPLY[*]}"\n'
+        + 'COMP_WORDS=(overspill grep --ig); COMP_CWORD=2; _overspill; echo "${COMPREPLY[*]}"\n'
+    )
+    out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True).stdout.splitlines()
+    assert out == ["grep", "--ignore-case"]
+    for shell in ("zsh", "fish"):
+        assert _run(tmp_path, "completion", shell).returncode == 0
