@@ -347,7 +347,7 @@ def test_search_highlights_matches_with_context_and_continues(page: Any, site: S
     page.click("#tab-search")
     page.fill("#grep-pattern", "(unclosed")
     page.click("form[role=search] button[type=submit]")
-    page.wait_for_selector(".flash-error:has-text('invalid')")
+    page.wait_for_selector("#grep-info.error:has-text('invalid')")  # inline, where the results were
 
 
 def test_download_saves_the_exact_bytes(page: Any, site: Site, tmp_path: Path) -> None:
@@ -723,3 +723,39 @@ def test_the_api_docs_render_with_the_network_blocked(page: Any, site: Site) -> 
     assert "overspill" in page.inner_text("h1")
     # ReDoc renders offline; only its "API docs by Redocly" logo is an outside image.
     assert all(url.endswith(".svg") for url in outside), outside
+
+
+def test_search_states_no_matches_errors_clear_results_and_cancel(page: Any, site: Site) -> None:
+    art = output(site.store, b"".join(b"line %d ok\n" % i for i in range(20_000)), exit_code=2)
+    sign_in(page, site, site.alice, f"/artifacts/{art}")
+    page.click("#tab-search")
+    page.fill("#grep-pattern", "line 1999[0-9] ok")
+    page.click("form[role=search] button[type=submit]")
+    page.wait_for_selector("#grep-info:has-text('10 matching lines')")
+    assert page.locator("#grep-results .hit").count() == 10
+    page.fill("#grep-pattern", "(")  # a bad regex: the old results go, the error shows
+    page.click("form[role=search] button[type=submit]")
+    page.wait_for_selector("#grep-info.error:has-text('invalid regular expression')")
+    assert page.locator("#grep-results .line").count() == 0
+    page.fill("#grep-pattern", "NOTHING_LIKE_THIS")
+    page.click("form[role=search] button[type=submit]")
+    page.wait_for_selector("#grep-info:has-text('No matches in bytes 0–')")
+    assert "(all of it)" in page.inner_text("#grep-info")
+    # A search that has not answered yet can be cancelled.
+    page.route("**/grep?*", lambda route: None)  # never answered
+    page.fill("#grep-pattern", "ok")
+    page.click("form[role=search] button[type=submit]")
+    page.wait_for_selector("#grep-info.searching:has-text('Searching from byte')")
+    page.click("#grep-cancel")
+    page.wait_for_selector("#grep-info:has-text('Search cancelled')")
+    assert page.is_hidden("#grep-cancel")
+
+
+def test_a_malformed_id_gets_a_clear_page_and_failures_show_as_badges(
+    page: Any, site: Site
+) -> None:
+    failed = output(site.store, b"boom\n", exit_code=3)
+    sign_in(page, site, site.alice, "/artifacts/art_nope")
+    page.wait_for_selector("h1:has-text('Not an artifact id')")
+    page.goto(f"{site.url}/")
+    page.wait_for_selector(f"tr[data-id='{failed}'] .badge.exit-failed:has-text('exit 3')")

@@ -36,7 +36,7 @@ function query(params) {
   return s ? `?${s}` : "";
 }
 
-export async function api(method, path, { params = {}, body, token = getToken() } = {}) {
+export async function api(method, path, { params = {}, body, token = getToken(), signal } = {}) {
   const headers = { Accept: "application/json" };
   if (token) headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
@@ -48,8 +48,10 @@ export async function api(method, path, { params = {}, body, token = getToken() 
       body: body === undefined ? undefined : JSON.stringify(body),
       credentials: "omit",
       cache: "no-store",
+      signal,
     });
   } catch (err) {
+    if (err.name === "AbortError") throw err;  // the person cancelled it
     throw new ApiError(0, "network", `cannot reach the server: ${err.message}`);
   }
   if (response.status === 204) return null;

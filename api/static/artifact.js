@@ -4,7 +4,7 @@
 
 import { api, ApiError, get } from "./api.js";
 import {
-  clear, fill, confirmDialog, exitSummary, flash, formatBytes, formatTime, h,
+  clear, fill, confirmDialog, exitBadge, flash, formatBytes, formatTime, h,
   parseDuration, relative, stateBadge, tabs, textBlock, visible,
 } from "./dom.js";
 
@@ -31,7 +31,7 @@ function metadata(a) {
     ["Lines", a.line_count.toLocaleString("en")],
     ["Command", src.command ? h("code", {}, visible(src.command)) : null],
     ["Stream", src.stream],
-    ["Exit", exitSummary(src) || null],
+    ["Exit", exitBadge(src)],
     ["Working dir", src.cwd ? h("code", {}, visible(src.cwd)) : null],
     ["Run", src.run_id ? h("code", {}, src.run_id) : null],
     ["Owner", a.owner],
@@ -84,6 +84,13 @@ export async function render(main, me, id) {
   try {
     a = await get(`/v1/artifacts/${encodeURIComponent(id)}`);
   } catch (err) {
+    if (err instanceof ApiError && (err.status === 400 || err.status === 422)) {
+      document.title = "Not an artifact id · overspill";
+      fill(main, h("h1", {}, "Not an artifact id"),
+        h("p", {}, "Artifact ids look like art_ followed by 26 letters and digits: ", h("code", {}, id)),
+        h("p", {}, h("a", { href: "/" }, "← All artifacts")));
+      return;
+    }
     if (err instanceof ApiError && err.status === 404) {
       document.title = "Not found · overspill";
       fill(main, h("h1", {}, "Not found"),
@@ -193,6 +200,8 @@ export async function render(main, me, id) {
   const results = h("div", { class: "lines", id: "grep-results" });
   const grepInfo = h("p", { class: "muted small", id: "grep-info", role: "status" });
   const more = h("button", { type: "button", hidden: true }, "Continue search");
+  const cancel = h("button", { type: "button", id: "grep-cancel", hidden: true }, "Cancel");
+  let running = null; // the AbortController of the search in flight
   const goToLine = (n) => {
     history.replaceState(null, "", `#lines:${n}`);
     panels.select("lines");
@@ -200,10 +209,44 @@ export async function render(main, me, id) {
   let found = 0;
   const shownLines = new Map();
   async function search(offset) {
-    const r = await get(`${base}/grep`, {
-      pattern: pattern.value, ignore_case: ignoreCase.checked, fixed: fixed.checked,
-      context: context.value, max_matches: 100, offset,
-    });
+    running?.abort();
+    const controller = new AbortController();
+    running = controller;
+    if (offset === 0) {
+      clear(results);  // stale results never stay under a new search or its error
+      shownLines.clear();
+      found = 0;
+      more.hidden = true;
+    }
+    grepInfo.textContent = `Searching from byte ${formatBytes(offset)} of ${formatBytes(a.size_bytes)}…`;
+    grepInfo.className = "small searching";
+    cancel.hidden = false;
+    let r;
+    try {
+      r = await api("GET", `${base}/grep`, {
+        params: {
+          pattern: pattern.value, ignore_case: ignoreCase.checked, fixed: fixed.checked,
+          context: context.value, max_matches: 100, offset,
+        },
+        signal: controller.signal,
+      });
+    } catch (err) {
+      if (err.name === "AbortError") {
+        grepInfo.textContent = `Search cancelled at byte ${formatBytes(offset)}.`;
+        grepInfo.className = "muted small";
+        more.hidden = offset === 0;
+        return;
+      }
+      grepInfo.textContent = err.message;
+      grepInfo.className = "error small";
+      return;
+    } finally {
+      if (running === controller) {
+        running = null;
+        cancel.hidden = true;
+      }
+    }
+    grepInfo.className = "muted small";
     if (offset === 0) {
       clear(results);
       shownLines.clear();
@@ -229,12 +272,15 @@ export async function render(main, me, id) {
       for (const l of m.after) put(l, {});
     }
     found += r.matches.length;
-    const scanned = `searched bytes 0–${formatBytes(r.next_offset)} of ${formatBytes(a.size_bytes)}`;
-    grepInfo.textContent = `${found} matching line${found === 1 ? "" : "s"} shown; ${scanned}` +
-      (r.eof ? (r.complete ? " (all of it)." : " (all stored so far).") : ".");
+    const scanned = `bytes 0–${formatBytes(r.next_offset)} of ${formatBytes(a.size_bytes)}`;
+    const whole = r.eof ? (r.complete ? " (all of it)" : " (all stored so far)") : "";
+    grepInfo.textContent = found
+      ? `${found} matching line${found === 1 ? "" : "s"} shown; searched ${scanned}${whole}.`
+      : `No matches in ${scanned}${whole}.`;
     more.hidden = r.eof;
     more.onclick = () => search(r.next_offset).catch((err) => flash(err.message, "error"));
   }
+  cancel.addEventListener("click", () => running?.abort());
   const searchPanel = {
     label: "Search",
     el: h("section", {},
@@ -243,17 +289,14 @@ export async function render(main, me, id) {
         role: "search",
         onsubmit: (ev) => {
           ev.preventDefault();
-          search(0).catch((err) => {
-            grepInfo.textContent = "";
-            flash(err.message, "error");
-          });
+          search(0).catch((err) => flash(err.message, "error"));
         },
       },
       h("label", { for: "grep-pattern" }, "Pattern (RE2)"), pattern,
       h("span", { class: "check" }, ignoreCase, h("label", { for: "grep-i" }, "ignore case")),
       h("span", { class: "check" }, fixed, h("label", { for: "grep-f" }, "fixed string")),
       h("label", { for: "grep-c" }, "context"), context,
-      h("button", { type: "submit", class: "primary" }, "Search")),
+      h("button", { type: "submit", class: "primary" }, "Search"), cancel),
       grepInfo, results, more),
     show() {},
   };

@@ -149,6 +149,14 @@ export function stateBadge(state) {
   return h("span", { class: `badge state-${state}` }, state);
 }
 
+// The exit status as a badge: a failed run is visible at a glance in a list.
+export function exitBadge(source) {
+  const text = exitSummary(source);
+  if (!text) return null;
+  const ok = source.exit_code === 0 && !source.signal && !source.timed_out;
+  return h("span", { class: `badge ${ok ? "exit-ok" : "exit-failed"}`, title: text }, text);
+}
+
 export function exitSummary(source) {
   if (!source) return "";
   if (source.timed_out) return "timed out";

@@ -4,7 +4,7 @@
 
 import { api, get } from "./api.js";
 import {
-  confirmDialog, exitSummary, fill, flash, formatBytes, h, parseBytes, stateBadge, timeCell,
+  confirmDialog, exitBadge, fill, flash, formatBytes, h, parseBytes, stateBadge, timeCell,
 } from "./dom.js";
 
 const STATES = ["writing", "complete", "capped", "incomplete", "failed", "expired", "deleted"];
@@ -92,10 +92,11 @@ function sortHeader(label, key, filters) {
 function sourceCell(a) {
   const src = a.source || {};
   const title = src.command || a.name || a.id;
-  const meta = [src.stream, exitSummary(src), a.kind !== "output" ? a.kind : null].filter(Boolean).join(" · ");
+  const meta = [src.stream, a.kind !== "output" ? a.kind : null].filter(Boolean).join(" · ");
+  const badge = exitBadge(src);
   return h("td", { class: "source" },
     h("a", { href: `/artifacts/${encodeURIComponent(a.id)}`, class: "command", title }, title.length > 90 ? `${title.slice(0, 90)}…` : title),
-    meta ? h("div", { class: "muted small" }, meta) : null);
+    meta || badge ? h("div", { class: "muted small" }, badge, badge && meta ? " " : null, meta) : null);
 }
 
 function expiresCell(a) {
