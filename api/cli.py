@@ -143,6 +143,8 @@ class _Progress:
 
 def cmd_put(args: argparse.Namespace) -> int:
     client = ClientSettings.load()
+    if sys.stdin.isatty():  # not silence: say what it is waiting for
+        print("overspill: storing what you type; end with Ctrl-D", file=sys.stderr)
     stdin = sys.stdin.buffer
     chunks: Iterator[bytes] = iter(lambda: stdin.read(1024 * 1024), b"")
     if client.url:
@@ -336,15 +338,17 @@ def cmd_grep(args: argparse.Namespace) -> int:
 def cmd_rm(args: argparse.Namespace) -> int:
     backend = _backend(ClientSettings.load())
     for art in args.ids:
-        backend.delete(art)
-        print(f"deleted {art}")
+        info = backend.delete(art)
+        print(info.model_dump_json() if args.json else f"deleted {art}")
     return 0
 
 
 def cmd_pin(args: argparse.Namespace) -> int:
     backend = _backend(ClientSettings.load())
     info = backend.unpin(args.id) if args.unpin else backend.pin(args.id, args.reason)
-    if info.pinned:
+    if args.json:
+        print(info.model_dump_json())
+    elif info.pinned:
         print(f"pinned {info.id} (by {info.pinned_by}: {info.pin_reason or 'no reason given'})")
     else:
         print(f"unpinned {info.id}; expires {_when(info.expires_at)} ({info.retention_source})")
@@ -354,6 +358,9 @@ def cmd_pin(args: argparse.Namespace) -> int:
 def cmd_retain(args: argparse.Namespace) -> int:
     backend = _backend(ClientSettings.load())
     info = backend.set_retention(args.id, _parse_retention(args.retention))
+    if args.json:
+        print(info.model_dump_json())
+        return 0
     clamp = " (clamped)" if info.retention_clamped else ""
     print(f"{info.id} expires {_when(info.expires_at)}: {info.retention_source}{clamp}")
     return 0
@@ -490,6 +497,9 @@ def cmd_token(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         print(issued.token)
+    elif args.token_verb == "list" and args.json:
+        for t in backend.list_tokens():
+            print(t.model_dump_json())
     elif args.token_verb == "list":
         print(f"{'ID':<22} {'PRINCIPAL':<24} {'ROLE':<6} {'STATUS':<8} LAST USED  LABEL")
         for t in backend.list_tokens():
@@ -535,7 +545,8 @@ def cmd_retention(args: argparse.Namespace) -> int:
 
     backend = _backend(ClientSettings.load())
     if args.retention_verb == "show":
-        print(_policy_line(backend.get_policy(args.owner)))
+        view = backend.get_policy(args.owner)
+        print(view.model_dump_json() if args.json else _policy_line(view))
         return 0
 
     def secs(v: str | None) -> int | None:
@@ -596,6 +607,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     entries = backend.audit(
         artifact_id=args.artifact, owner=args.owner, action=args.action, limit=args.limit
     )
+    if args.json:  # JSON Lines: one event a line
+        for e in entries:
+            print(e.model_dump_json())
+        return 0
     for e in entries:
         detail = " ".join(f"{k}={v}" for k, v in e.details.items())
         print(
@@ -745,17 +760,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     rm = sub.add_parser("rm", help="delete artifacts (a tombstone remains)")
     rm.add_argument("ids", nargs="+", help="art_…")
+    rm.add_argument("--json", action="store_true", help="each tombstone as a JSON line")
     rm.set_defaults(func=cmd_rm)
 
     pin = sub.add_parser("pin", help="pin an artifact so it never expires (--unpin lifts it)")
     pin.add_argument("id", help="art_…")
     pin.add_argument("--reason", help="why (kept with the pin)")
     pin.add_argument("--unpin", action="store_true", help="lift the pin")
+    pin.add_argument("--json", action="store_true", help="the artifact as JSON")
     pin.set_defaults(func=cmd_pin)
 
     retain = sub.add_parser("retain", help="ask for an artifact's retention (7d, 12h, forever)")
     retain.add_argument("id", help="art_…")
     retain.add_argument("retention", help="seconds, 12h, 7d, 'forever' or 'default'")
+    retain.add_argument("--json", action="store_true", help="the artifact as JSON")
     retain.set_defaults(func=cmd_retain)
 
     usage = sub.add_parser("usage", help="bytes and counts by owner and state")
@@ -773,7 +791,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tc.add_argument("--label", help="a note shown in token lists")
     tc.add_argument("--expires-in", type=int, help="seconds until it stops working")
-    tsub.add_parser("list", help="list tokens")
+    tl = tsub.add_parser("list", help="list tokens")
+    tl.add_argument("--json", action="store_true", help="JSON Lines, one token a line")
     tr = tsub.add_parser("revoke", help="revoke a token")
     tr.add_argument("id", help="tok_…")
     token.set_defaults(func=cmd_token)
@@ -784,6 +803,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rshow = rsub.add_parser("show", help="the global policy, or one owner's")
     rshow.add_argument("--owner", help="omit for the global policy")
+    rshow.add_argument("--json", action="store_true", help="the policy as JSON")
     rset = rsub.add_parser("set", help="set a policy (prints the preview first)")
     rset.add_argument("--owner", help="omit for the global policy")
     rset.add_argument("--default", help="default retention, e.g. 7d")
@@ -810,6 +830,7 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--owner", help="only this owner's")
     aud.add_argument("--action", help="only this action (create, delete, pin, …)")
     aud.add_argument("--limit", type=int, default=50, help="rows (50)")
+    aud.add_argument("--json", action="store_true", help="JSON Lines, one event a line")
     aud.set_defaults(func=cmd_audit)
 
     comp = sub.add_parser("completion", help="print a shell completion script")

@@ -293,3 +293,15 @@ def test_the_bash_completion_offers_verbs_and_each_verbs_options(tmp_path: Path)
     assert out == ["grep", "--ignore-case"]
     for shell in ("zsh", "fish"):
         assert _run(tmp_path, "completion", shell).returncode == 0
+
+
+def test_verbs_that_print_data_speak_json_when_asked(tmp_path: Path) -> None:
+    import json
+
+    art = _run(tmp_path, "put", stdin=b"x\n").stdout.decode().strip()
+    assert json.loads(_run(tmp_path, "pin", art, "--reason", "r", "--json").stdout)["pinned"]
+    assert json.loads(_run(tmp_path, "retain", art, "1d", "--json").stdout)["id"] == art
+    events = [json.loads(line) for line in _run(tmp_path, "audit", "--json").stdout.splitlines()]
+    assert {"pin", "retention", "create"} <= {e["action"] for e in events}
+    assert "default_retention_s" in json.loads(_run(tmp_path, "retention", "show", "--json").stdout)
+    assert json.loads(_run(tmp_path, "rm", art, "--json").stdout)["state"] == "deleted"
