@@ -168,7 +168,31 @@ def main() -> None:
             "got": round(large - small, 1),
             "met": large - small < 10,
         }
+    figures.update(_startup(reps=3 if args.quick else 7))
     report("capture", figures, targets)
+
+
+def _startup(reps: int) -> dict[str, object]:
+    """`overspill run -- true` end to end as a process, against `bash -c true`
+    (interleaved, medians): the fixed cost an agent pays for every command."""
+    import shutil
+
+    exe = shutil.which("overspill") or str(Path(sys.executable).parent / "overspill")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
+    ours: list[float] = []
+    bash: list[float] = []
+    with tempfile.TemporaryDirectory() as home:
+        env["OVERSPILL_HOME"] = home
+        for _ in range(reps):
+            for argv, out in (([exe, "run", "--", "true"], ours), (["bash", "-c", "true"], bash)):
+                t0 = time.perf_counter()
+                subprocess.run(argv, env=env, check=True, capture_output=True)
+                out.append((time.perf_counter() - t0) * 1000)
+    return {
+        "startup_run_true_ms": round(median(ours), 1),
+        "startup_bash_true_ms": round(median(bash), 1),
+        "startup_run_true_runs_ms": [round(x) for x in ours],
+    }
 
 
 if __name__ == "__main__":
