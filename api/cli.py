@@ -246,15 +246,16 @@ def cmd_ls(args: argparse.Namespace) -> int:
         )
         return 0
     width = shutil.get_terminal_size((100, 24)).columns
-    wide = width >= 120  # room for the session column too
-    session = f"{'SESSION':<12} " if wide else ""
+    wide = width >= 120  # room for the owner and session columns too
+    session = f"{'OWNER':<16} {'SESSION':<12} " if wide else ""
     header = f"{'ID':<30} {'SIZE':>9} {'STATE':<8} {'EXIT':<4} {'CREATED':<8} {session}SOURCE"
     print(_fit(header, width))
     for i in page.items:
         print(_fit(_row(i, wide), width))
-    matching = (
-        f", {_human(page.total_bytes)} in all matching" if page.total_bytes is not None else ""
-    )
+    matching = ""
+    if page.total_bytes is not None:
+        count = f"{page.total_count} " if page.total_count is not None else ""
+        matching = f" of {count}matching, {_human(page.total_bytes)} in all"
     print(f"{len(page.items)} shown{matching}")
     if page.next_cursor:
         again = [a for a in sys.argv[1:] if a != "--cursor"]
@@ -293,7 +294,7 @@ def _row(i: ArtifactInfo, wide: bool = True) -> str:
     what = " ".join(str(src.get("command") or i.name or "").split())
     if src.get("stream"):
         what = f"{ {'stdout': 'out', 'stderr': 'err'}.get(src['stream'], src['stream']) }: {what}"
-    session = f"{(i.session_id or '-')[:12]:<12} " if wide else ""
+    session = f"{i.owner[:16]:<16} {(i.session_id or '-')[:12]:<12} " if wide else ""
     return (
         f"{i.id:<30} {_human(i.size_bytes):>9} {i.state:<8} {_exit(src):<4} "
         f"{_when(i.created_at):<8} {session}{what}"
@@ -527,14 +528,26 @@ def cmd_usage(args: argparse.Namespace) -> int:
     return 0
 
 
-def _policy_line(p: Any) -> str:
-    def dur(v: int | None) -> str:
-        return "inherit" if v is None else (f"{v // 86400}d" if v % 86400 == 0 else f"{v}s")
+def _policy_line(p: Any, parent: Any = None) -> str:
+    """One policy; an unset field says what it inherits (the global value for an
+    owner's policy, else the server's default)."""
+
+    def length(v: int) -> str:
+        return f"{v // 86400}d" if v % 86400 == 0 else f"{v}s"
+
+    def dur(v: int | None, field: str) -> str:
+        if v is not None:
+            return length(v)
+        above = getattr(parent, field, None) if parent is not None else None
+        if above is not None:
+            return f"inherit (global {length(above)})"
+        return "inherit (server default)" if field == "default_retention_s" else "inherit (none)"
 
     quota = "none" if p.quota_bytes is None else _human(p.quota_bytes)
     cap = "none" if p.max_artifact_bytes is None else _human(p.max_artifact_bytes)
     return (
-        f"{p.owner}: default {dur(p.default_retention_s)}, ceiling {dur(p.max_retention_s)}, "
+        f"{p.owner}: default {dur(p.default_retention_s, 'default_retention_s')}, "
+        f"ceiling {dur(p.max_retention_s, 'max_retention_s')}, "
         f"forever {'allowed' if p.allow_forever else 'not allowed'}, quota {quota} "
         f"({p.over_quota} when over), artifact cap {cap}"
     )
@@ -546,7 +559,8 @@ def cmd_retention(args: argparse.Namespace) -> int:
     backend = _backend(ClientSettings.load())
     if args.retention_verb == "show":
         view = backend.get_policy(args.owner)
-        print(view.model_dump_json() if args.json else _policy_line(view))
+        parent = backend.get_policy(None) if args.owner else None
+        print(view.model_dump_json() if args.json else _policy_line(view, parent))
         return 0
 
     def secs(v: str | None) -> int | None:

@@ -105,7 +105,10 @@ class Catalog(Part):
         if not principal.is_admin:
             if owner is not None and owner != principal.name:
                 return ArtifactPage(
-                    items=[], next_cursor=None, total_bytes=0 if with_total else None
+                    items=[],
+                    next_cursor=None,
+                    total_bytes=0 if with_total else None,
+                    total_count=0 if with_total else None,
                 )
             conds.append(Artifact.owner == principal.name)
         elif owner is not None:
@@ -153,15 +156,16 @@ class Catalog(Part):
                 .scalars()
                 .all()
             )
-            total = None
+            total = count = None
             if with_total:
                 # The cursor condition is the last one added; totals cover the whole filter.
                 base = conds[:-1] if cursor is not None else conds
-                total = int(
-                    s.execute(
-                        select(func.coalesce(func.sum(Artifact.size_bytes), 0)).where(*base)
-                    ).scalar_one()
-                )
+                summed, counted = s.execute(
+                    select(func.coalesce(func.sum(Artifact.size_bytes), 0), func.count()).where(
+                        *base
+                    )
+                ).one()
+                total, count = int(summed), int(counted)
         items = [info_of(r, now) for r in rows[:limit]]
         next_cursor = None
         if len(rows) > limit:
@@ -169,7 +173,9 @@ class Catalog(Part):
             next_cursor = _encode_cursor(
                 last.created_at if sort == "created" else last.size_bytes, last.id
             )
-        return ArtifactPage(items=items, next_cursor=next_cursor, total_bytes=total)
+        return ArtifactPage(
+            items=items, next_cursor=next_cursor, total_bytes=total, total_count=count
+        )
 
     def delete(
         self, principal: Principal, artifact_id: str, *, reason: str = "deleted"

@@ -39,7 +39,12 @@ class Reader(Part):
         if info.state in GONE_STATES:
             when = info.deleted_at if info.state == "deleted" else info.expires_at
             why = info.delete_reason or info.state
-            raise Gone(f"artifact {artifact_id} is {info.state} ({why})", reason=why, since=when)
+            # "is deleted (deleted)" said nothing twice: the reason only when it adds.
+            detail = f" ({why})" if why != info.state else ""
+            at = f" since {when:%Y-%m-%d %H:%M} UTC" if when else ""
+            raise Gone(
+                f"artifact {artifact_id} is {info.state}{at}{detail}", reason=why, since=when
+            )
         return info, self.content(info)
 
     def content(self, info: ArtifactInfo) -> Content:

@@ -66,7 +66,8 @@ class ArtifactInfo(_Record):
 class ArtifactPage(_Record):
     items: list[ArtifactInfo]
     next_cursor: str | None
-    total_bytes: int | None = None
+    total_bytes: int | None = None  # of everything the filter matches (with_total)
+    total_count: int | None = None
 
 
 class Window(_Record):

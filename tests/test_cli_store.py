@@ -12,10 +12,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _run(home: Path, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+def _run(
+    home: Path, *args: str, stdin: bytes = b"", env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
     env["OVERSPILL_HOME"] = str(home)
     env["OVERSPILL_OWNER"] = "user:tester"
+    env.update(env_extra or {})
     return subprocess.run(
         [sys.executable, "-m", "overspill.api.cli", *args],
         input=stdin,
@@ -38,8 +41,8 @@ def test_put_then_cat_round_trips_stdin(tmp_path: Path) -> None:
     assert _run(tmp_path, "cat", art, "--tail", "1").stdout == b"line 20000\n"
     grep = _run(tmp_path, "grep", art, "^line 1999[0-9]$")
     assert grep.stdout.decode().splitlines()[0] == "19990:line 19990"
-    listing = _run(tmp_path, "ls").stdout.decode()
-    assert art in listing and "user:tester" in listing
+    listing = _run(tmp_path, "ls", env_extra={"COLUMNS": "160"}).stdout.decode()
+    assert art in listing and "user:tester" in listing  # the owner, where there is room
     assert _run(tmp_path, "rm", art).returncode == 0
     gone = _run(tmp_path, "cat", art)
     assert gone.returncode == 1 and b"deleted" in gone.stderr
@@ -244,7 +247,7 @@ def test_ls_fits_an_80_column_terminal_and_prints_the_next_page_command(tmp_path
     rows = out.splitlines()
     assert rows[0].split() == ["ID", "SIZE", "STATE", "EXIT", "CREATED", "SOURCE"]
     assert all(len(r) <= 80 for r in rows[:-1]), rows
-    assert rows[-2] == "2 shown, 3 B in all matching"
+    assert rows[-2] == "2 shown of 3 matching, 3 B in all"
     more = rows[-1].removeprefix("more: overspill ").split()
     rest = subprocess.run(
         [sys.executable, "-m", "overspill.api.cli", *more], capture_output=True, env=env
