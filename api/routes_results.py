@@ -19,24 +19,24 @@ from overspill.api.deps import PrincipalDep, StoreDep
 from overspill.api.errors import RESPONSES
 from overspill.api.saved import DEFAULT_BUDGET, ResultSave, SavedResult, SaveRequest
 from overspill.artifacts.errors import InvalidArgument
+from overspill.artifacts.inputs import MAX_SOURCE_BYTES, check_source
 
 router = APIRouter(prefix="/v1/results", tags=["results"], responses=RESPONSES)
 
-MAX_SOURCE_CHARS = 16_384
-
 
 def _source(raw: str | None) -> dict[str, Any]:
+    """The ``source`` query value as an object. Its bounds (depth, size, no NUL)
+    are the one check every artifact's source gets (``artifacts.inputs``); the
+    length guard only keeps json.loads from parsing more than that allows."""
     if not raw:
         return {}
-    if len(raw) > MAX_SOURCE_CHARS:
-        raise InvalidArgument(f"source must be at most {MAX_SOURCE_CHARS} characters")
+    if len(raw) > MAX_SOURCE_BYTES:
+        raise InvalidArgument(f"source is more than {MAX_SOURCE_BYTES} bytes as JSON")
     try:
         source = json.loads(raw)
     except ValueError:
         raise InvalidArgument("source must be a JSON object") from None
-    if not isinstance(source, dict):
-        raise InvalidArgument("source must be a JSON object")
-    return source
+    return check_source(source)
 
 
 @router.post("", status_code=201, response_model=SavedResult)
