@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import shutil
 import signal
@@ -22,10 +23,11 @@ from typing import TYPE_CHECKING, Any
 from overspill.api.settings import ClientSettings
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.errors import OverspillError
-from overspill.artifacts.records import ArtifactInfo, Principal
 
-if TYPE_CHECKING:  # the store (SQLAlchemy, blob SDKs) loads only for verbs that use it
+if TYPE_CHECKING:  # the store (SQLAlchemy, blob SDKs) and the records (pydantic) load
+    # only for verbs that use them
     from overspill.api.backend import Backend
+    from overspill.artifacts.records import ArtifactInfo, Principal, Role
     from overspill.artifacts.store import ArtifactStore
 
 EXIT_ERROR = 1
@@ -45,6 +47,12 @@ def _local_store() -> ArtifactStore:
     return ArtifactStore.open(StoreSettings.load())
 
 
+def _principal(owner: str, role: Role) -> Principal:
+    from overspill.artifacts.records import Principal
+
+    return Principal(name=owner, role=role)
+
+
 def _backend(client: ClientSettings) -> Backend:
     if client.url:
         from overspill.api.client import OverspillClient
@@ -53,7 +61,7 @@ def _backend(client: ClientSettings) -> Backend:
     from overspill.api.backend import LocalBackend
 
     # The local CLI runs as whoever owns the data directory: it sees every owner.
-    return LocalBackend(_local_store(), Principal(name=client.owner, role="admin"))
+    return LocalBackend(_local_store(), _principal(client.owner, "admin"))
 
 
 # -- argument helpers --------------------------------------------------------------------
@@ -162,7 +170,7 @@ def cmd_put(args: argparse.Namespace) -> int:
         return 0
     store = _local_store()
     writer = store.open_writer(
-        Principal(name=client.owner, role="agent"),
+        _principal(client.owner, "agent"),
         kind=args.kind,
         name=args.name,
         session_id=client.session_id,
@@ -427,24 +435,30 @@ def _abort_on_signals() -> tuple[threading.Event, list[int]]:
 
 
 def _sink(client: ClientSettings, shell_settings: Any) -> Any:
-    """Where the executor streams overflowing output: the local store (opened only
-    when a stream overflows) or a server."""
-    if client.url:
-        from overspill.api.client import OverspillClient, RemoteSink
+    """Where the executor streams overflowing output: the local store or a server,
+    built on a background thread at the first overflow (DeferredSink), so neither
+    the imports nor the connection ever hold the command's pipe."""
+    from overspill.shell.sink import DeferredSink, OutputSink
 
-        return RemoteSink(
-            OverspillClient(client.url, client.token),
+    def build() -> OutputSink:
+        if client.url:
+            from overspill.api.client import OverspillClient, RemoteSink
+
+            return RemoteSink(
+                OverspillClient(client.url, client.token),
+                session_id=client.session_id,
+                max_bytes=shell_settings.artifact_max_bytes,
+            )
+        from overspill.shell import StoreSink
+
+        return StoreSink(
+            _local_store(),
+            _principal(client.owner, "agent"),
             session_id=client.session_id,
             max_bytes=shell_settings.artifact_max_bytes,
         )
-    from overspill.shell import StoreSink
 
-    return StoreSink(
-        _local_store,
-        Principal(name=client.owner, role="agent"),
-        session_id=client.session_id,
-        max_bytes=shell_settings.artifact_max_bytes,
-    )
+    return DeferredSink(build)
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
@@ -466,7 +480,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         from overspill.api.backend import LocalBackend
 
         # An agent sees its own artifacts only, unlike the local admin CLI.
-        backend = LocalBackend(_local_store(), Principal(name=client.owner, role="agent"))
+        backend = LocalBackend(_local_store(), _principal(client.owner, "agent"))
     saver = ResultSaver(
         backend,
         session_id=client.session_id,
@@ -706,7 +720,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--version", action="version", version=f"overspill {_version()}")
+    p.add_argument("--version", action=_VersionAction, help="show the version and exit")
     sub = p.add_subparsers(dest="verb", metavar="VERB", parser_class=_Parser)
 
     run = sub.add_parser(
@@ -867,7 +881,6 @@ def _check_settings() -> None:
     bad value is one line and exit 1, before anything runs), and a name that is
     no setting gets a warning naming the closest one."""
     import difflib
-    import os
 
     from overspill.api.settings import ServerSettings
     from overspill.shell.config import ShellSettings
@@ -875,13 +888,25 @@ def _check_settings() -> None:
     classes = (StoreSettings, ShellSettings, ClientSettings, ServerSettings)
     for cls in classes:
         cls.load()
-    known = {name.upper() for cls in classes for name in cls.model_fields} | _OTHER_NAMES
+    known = {name.upper() for cls in classes for name in cls.field_names()} | _OTHER_NAMES
     for name in sorted(os.environ):
         if not name.startswith("OVERSPILL_") or name[len("OVERSPILL_") :] in known:
             continue
         close = difflib.get_close_matches(name[len("OVERSPILL_") :], known, n=1)
         hint = f"; did you mean OVERSPILL_{close[0]}?" if close else ""
         print(f"overspill: warning: {name} is not a setting{hint}", file=sys.stderr)
+
+
+class _VersionAction(argparse.Action):
+    """--version, looked up only when asked: importlib.metadata costs ~30 ms, which
+    every `overspill run` would otherwise pay while building the parser."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        print(f"overspill {_version()}")
+        parser.exit()
 
 
 def _version() -> str:
@@ -893,12 +918,30 @@ def _version() -> str:
         return "unknown"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, exit_when_done: bool = False) -> int:
+    """Run one verb; returns its exit status.
+
+    ``exit_when_done`` (the console script) ends the process as soon as ``run``
+    has printed its result, without the interpreter's teardown: by then every
+    artifact is closed and committed, and the teardown (collecting SQLAlchemy's
+    and pydantic's modules, joining idle threads) cost ~0.15 s per command."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.verb is None:  # bare `overspill`: what it can do, not an error
         parser.print_help()
         return 0
+    code = _dispatch(args)
+    if exit_when_done and args.verb == "run":
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (BrokenPipeError, OSError):
+            pass
+        os._exit(code)
+    return code
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         _check_settings()
@@ -911,6 +954,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
+
+
+def entry() -> None:
+    """The console script."""
+    raise SystemExit(main(exit_when_done=True))
 
 
 if __name__ == "__main__":

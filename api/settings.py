@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import getpass
 
-from pydantic import Field
-
-from overspill.artifacts.config import SettingsBase
+from overspill.artifacts.settings_base import SettingsBase, setting
 
 
 def _default_owner() -> str:
@@ -19,10 +17,10 @@ def _default_owner() -> str:
 class ClientSettings(SettingsBase):
     url: str | None = None
     token: str | None = None
-    owner: str = Field(default_factory=_default_owner)
+    owner: str = setting(default_factory=_default_owner)
     session_id: str | None = None
 
 
 class ServerSettings(SettingsBase):
     # Seconds between cleanup passes of `overspill serve` (0 turns it off).
-    sweep_interval_s: float = Field(default=300, ge=0)
+    sweep_interval_s: float = setting(300, ge=0)

@@ -10,6 +10,7 @@ Storage trouble never reaches the command: it is recorded and reported.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -196,8 +197,8 @@ class OutputCollector:
             artifact, error = self._sink.close(source_update)
             if error and self.storage_error is None:
                 self.storage_error = error
-            if self.storage_error and artifact.state == "writing":
-                artifact = artifact.model_copy(update={"state": "failed"})
+            if artifact is not None and self.storage_error and artifact.state == "writing":
+                artifact = dataclasses.replace(artifact, state="failed")
         self._result = CollectedOutput(
             text=self.shown_text(),
             truncated=self.truncated,

@@ -1,13 +1,19 @@
-"""What a run returns. ``CollectedOutput`` and the ``run --json`` shape are contract."""
+"""What a run returns. ``CollectedOutput`` and the ``run --json`` shape are contract.
+
+Plain frozen dataclasses, not pydantic models: ``overspill run`` builds one per
+command, and defining a pydantic model costs ~100 ms of import a short command
+must not pay. Their JSON form is ``dataclasses.asdict``.
+"""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
 
 
-class ArtifactRef(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+@dataclass(frozen=True)
+class ArtifactRef:
     id: str
     state: str
     size_bytes: int
@@ -15,9 +21,8 @@ class ArtifactRef(BaseModel):
     sha256: str | None
 
 
-class CollectedOutput(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+@dataclass(frozen=True)
+class CollectedOutput:
     text: str
     truncated: bool
     total_bytes: int
@@ -26,9 +31,8 @@ class CollectedOutput(BaseModel):
     storage_error: str | None = None
 
 
-class ExecResult(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+@dataclass(frozen=True)
+class ExecResult:
     exit_code: int | None
     signal: str | None
     timed_out: bool
@@ -40,18 +44,17 @@ class ExecResult(BaseModel):
     run_id: str
     duration_ms: float
 
-    def contract_json(self) -> dict[str, object]:
+    def contract_json(self) -> dict[str, Any]:
         """The ``overspill run --json`` object (extra fields are allowed to grow)."""
-        data = self.model_dump(mode="json")
+        data = dataclasses.asdict(self)
         if data["timeout_ms"] is not None and float(data["timeout_ms"]).is_integer():
             data["timeout_ms"] = int(data["timeout_ms"])
         return data
 
 
-class BackgroundRead(BaseModel):
+@dataclass(frozen=True)
+class BackgroundRead:
     """One consuming read of a background job's output."""
-
-    model_config = ConfigDict(frozen=True)
 
     text: str
     stdout: str

@@ -3,30 +3,38 @@ protocol, so an in-process store and a remote server are interchangeable."""
 
 from __future__ import annotations
 
+import os
+import tempfile
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from overspill.artifacts.errors import OverspillError
-from overspill.artifacts.records import Principal
+from overspill.artifacts.errors import OverspillError, StorageUnavailable
 from overspill.shell.results import ArtifactRef
 
 if TYPE_CHECKING:  # imported when the first stream overflows, not before
+    from overspill.artifacts.records import Principal
     from overspill.artifacts.store import ArtifactStore
     from overspill.artifacts.writer import ArtifactWriter
+
+MiB = 1024 * 1024
 
 
 class SinkStream(Protocol):
     @property
-    def artifact_id(self) -> str: ...
+    def artifact_id(self) -> str | None:
+        """The artifact's id (None only when it could not be created at all)."""
+        ...
 
     def write(self, data: bytes | memoryview) -> None:
         """Append bytes (copy them if kept: ``data`` may be a reused buffer); raise
         OverspillError (or OSError) if they cannot be stored."""
         ...
 
-    def close(self, source_update: dict[str, Any]) -> tuple[ArtifactRef, str | None]:
+    def close(self, source_update: dict[str, Any]) -> tuple[ArtifactRef | None, str | None]:
         """Finish the artifact, recording how the command ended. Never raises:
-        returns the artifact as stored and the storage error, if any."""
+        returns the artifact as stored (None if none was ever created) and the
+        storage error, if any."""
         ...
 
 
@@ -100,3 +108,157 @@ class _WriterStream:
             sha256=result.sha256,
         )
         return ref, result.error
+
+
+class DeferredSink:
+    """An OutputSink built on a background thread, so the pump never waits for it.
+
+    Opening the in-process store costs about half a second (SQLAlchemy, the schema
+    check), a server a round trip or two; a command that floods its pipe must not
+    be blocked meanwhile. The build starts at the first ``open`` (or ``prepare``).
+    Until the stream's artifact exists its bytes go to a private spool file (an
+    unlinked temporary file: page cache, not memory), which a thread of the stream
+    replays into the artifact before it switches to direct writes. The spool is
+    bounded (``spool_bytes``); only a stream that fills it waits, and that is
+    backpressure, never loss."""
+
+    def __init__(self, build: Callable[[], OutputSink], *, spool_bytes: int = 256 * MiB):
+        self._build = build
+        self.spool_bytes = spool_bytes
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._built = threading.Event()
+        self._sink: OutputSink | None = None
+        self._error: str | None = None
+
+    def prepare(self) -> None:
+        """Start building now (idempotent)."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="sink-build", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._sink = self._build()
+        except Exception as exc:  # reported by every stream; never raised at the pump
+            self._error = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        finally:
+            self._built.set()
+
+    def built(self) -> OutputSink:
+        """Wait for the build; raise StorageUnavailable with the reason if it failed."""
+        self.prepare()
+        self._built.wait()
+        if self._sink is None:
+            raise StorageUnavailable(self._error or "storage could not be opened")
+        return self._sink
+
+    def open(self, *, stream: str, source: dict[str, Any]) -> SinkStream:
+        self.prepare()
+        return _DeferredStream(self, stream, source)
+
+
+class _DeferredStream:
+    """One stream of a DeferredSink: spooled until its artifact exists, then direct.
+
+    Ordering: the pump appends to the spool under the lock; the replay thread copies
+    spool ranges into the artifact outside it, and switches the stream to direct
+    writes under the lock once it has caught up, so every byte reaches the
+    artifact once, in order, and the writer is never called by two threads at once."""
+
+    def __init__(self, owner: DeferredSink, stream: str, source: dict[str, Any]) -> None:
+        self._owner = owner
+        self._lock = threading.Condition()
+        self._spool = -1  # fd of an unlinked private file, made on the first spooled write
+        self._spooled = 0
+        self._direct: SinkStream | None = None
+        self._real: SinkStream | None = None
+        self._error: str | None = None
+        self._opened = threading.Event()
+        self._replayer = threading.Thread(
+            target=self._replay, args=(stream, source), name=f"sink-{stream}", daemon=True
+        )
+        self._replayer.start()
+
+    @property
+    def artifact_id(self) -> str | None:
+        self._opened.wait()
+        return self._real.artifact_id if self._real is not None else None
+
+    def write(self, data: bytes | memoryview) -> None:
+        with self._lock:
+            while self._direct is None and self._error is None:
+                if self._spooled + len(data) <= self._owner.spool_bytes:
+                    self._append_spool_locked(data)
+                    return
+                self._lock.wait()  # the spool is full: backpressure until replayed
+            direct, error = self._direct, self._error
+        if error is not None:
+            raise StorageUnavailable(error)
+        assert direct is not None
+        direct.write(data)
+
+    def _append_spool_locked(self, data: bytes | memoryview) -> None:
+        try:
+            if self._spool < 0:
+                fd, path = tempfile.mkstemp(prefix="overspill-spool-")  # 0600, exclusive
+                os.unlink(path)
+                self._spool = fd
+            fd = self._spool
+            view = memoryview(data)
+            pos = self._spooled
+            while view:
+                n = os.pwrite(fd, view, pos)
+                pos += n
+                view = view[n:]
+            self._spooled = pos
+        except OSError as exc:
+            self._fail_locked(f"cannot spool output while storage opens: {exc.strerror}")
+            raise StorageUnavailable(self._error or "spool failed") from None
+
+    def _fail_locked(self, message: str) -> None:
+        if self._error is None:
+            self._error = message
+        self._lock.notify_all()
+
+    def _replay(self, stream: str, source: dict[str, Any]) -> None:
+        try:
+            self._real = self._owner.built().open(stream=stream, source=source)
+        except Exception as exc:
+            with self._lock:
+                self._fail_locked(getattr(exc, "message", None) or str(exc) or type(exc).__name__)
+            return
+        finally:
+            self._opened.set()
+        done = 0
+        try:
+            while True:
+                with self._lock:
+                    end = self._spooled
+                    if done == end:
+                        self._direct = self._real
+                        self._lock.notify_all()
+                        break
+                    spool = self._spool
+                while done < end:
+                    chunk = os.pread(spool, min(MiB, end - done), done)
+                    if not chunk:
+                        raise OSError(0, "spool file shrank")
+                    self._real.write(chunk)
+                    done += len(chunk)
+        except Exception as exc:
+            with self._lock:
+                self._fail_locked(getattr(exc, "message", None) or str(exc) or type(exc).__name__)
+        finally:
+            with self._lock:
+                spool, self._spool = self._spool, -1
+            if spool >= 0:
+                os.close(spool)
+
+    def close(self, source_update: dict[str, Any]) -> tuple[ArtifactRef | None, str | None]:
+        self._replayer.join()
+        if self._real is None:
+            return None, self._error
+        ref, error = self._real.close(source_update)
+        return ref, error or self._error

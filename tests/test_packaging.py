@@ -46,7 +46,7 @@ def test_the_wheel_holds_only_the_overspill_namespace(wheel: Path) -> None:
     ):
         assert expected in names
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "overspill = overspill.api.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    assert "overspill = overspill.api.cli:entry" in zipfile.ZipFile(wheel).read(entry).decode()
 
 
 _PROBE = """

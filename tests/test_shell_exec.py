@@ -6,14 +6,17 @@ import asyncio
 import hashlib
 import os
 import re
+import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from overspill.artifacts.errors import StorageUnavailable
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell import ExecRequest, Executor, ShellSettings, SpawnError, StoreSink
+from overspill.shell.sink import DeferredSink
 from tests.helpers import ALICE
 
 FAST = dict(grace_ms=300, legacy_spill=True)
@@ -261,8 +264,6 @@ def test_artifact_bytes_equal_what_the_command_printed(
         "head -c 300000 /dev/urandom > blob.bin; cat blob.bin; "
         "printf '\\xff\\xfe invalid utf8 \\xc3\\n' >&2; seq 1 2000 >&2; exit 4"
     )
-    import tempfile
-
     with tempfile.TemporaryDirectory() as d:
         r = art_executor.run(ExecRequest(command=script, workdir=d))
         blob = Path(d, "blob.bin").read_bytes()
@@ -400,3 +401,68 @@ def test_several_run_arguments_are_quoted_back_into_one_command(tmp_path: Path) 
         env=env,
     )
     assert json.loads(out.stdout)["stdout"]["text"] == "a b|c|"
+
+
+# -- a store that is slow to open (DeferredSink) ----------------------------------------
+
+
+def test_output_keeps_flowing_while_the_store_is_slow_to_open(store: ArtifactStore) -> None:
+    """The child never waits for storage to open: its bytes go to the spool and are
+    replayed into the artifact, byte-exact, once the store is there."""
+    opened_at: list[float] = []
+
+    def slow_build() -> StoreSink:
+        time.sleep(1.5)
+        opened_at.append(time.time())
+        return StoreSink(store, ALICE)
+
+    ex = Executor(
+        ShellSettings(grace_ms=300, max_output_bytes=1000, legacy_spill=False),
+        DeferredSink(slow_build),
+    )
+    # ~10 MB, several times the pipe's capacity: a pump waiting for the store
+    # would hold the command until the store opened.
+    script = "seq 1 1500000; date +%s.%N > ended"
+    with tempfile.TemporaryDirectory() as d:
+        r = ex.run(ExecRequest(command=script, workdir=d))
+        ended = float(Path(d, "ended").read_text())
+    assert ended < opened_at[0], "the command waited for the store to open"
+    art = r.stdout.artifact
+    assert art is not None and art.state == "complete"
+    expected = "".join(f"{i}\n" for i in range(1, 1_500_001)).encode()
+    assert art.size_bytes == len(expected)
+    assert art.sha256 == hashlib.sha256(expected).hexdigest()
+    _, content = store.open_content(ALICE, art.id)
+    assert content.read(len(expected) - 100, len(expected)) == expected[-100:]
+    assert content.read(0, 1000) == expected[:1000]
+
+
+def test_a_full_spool_holds_the_pump_until_replayed_and_loses_nothing(
+    store: ArtifactStore,
+) -> None:
+    def slow_build() -> StoreSink:
+        time.sleep(0.5)
+        return StoreSink(store, ALICE)
+
+    sink = DeferredSink(slow_build, spool_bytes=64 * 1024)
+    ex = Executor(ShellSettings(grace_ms=300, max_output_bytes=1000, legacy_spill=False), sink)
+    r = ex.run(ExecRequest(command="seq 1 200000"))
+    expected = "".join(f"{i}\n" for i in range(1, 200_001)).encode()
+    art = r.stdout.artifact
+    assert art is not None and art.state == "complete" and art.size_bytes == len(expected)
+    assert art.sha256 == hashlib.sha256(expected).hexdigest()
+
+
+def test_a_store_that_cannot_be_built_leaves_the_tail_and_says_why() -> None:
+    def broken() -> StoreSink:
+        raise StorageUnavailable("database unreachable: connection refused")
+
+    ex = Executor(
+        ShellSettings(grace_ms=300, max_output_bytes=100, legacy_spill=False),
+        DeferredSink(broken),
+    )
+    r = ex.run(ExecRequest(command="seq 1 1000; exit 2"))
+    assert r.exit_code == 2 and r.stdout.text.endswith("1000\n")
+    assert r.stdout.artifact is None
+    assert r.stdout.storage_error == "database unreachable: connection refused"
+    assert "full output: (unavailable)" in r.text

@@ -333,7 +333,7 @@ def test_a_storage_failure_mid_write_fails_the_artifact_but_keeps_what_was_store
 def test_unset_segment_size_takes_the_backends_own(store: ArtifactStore) -> None:
     from overspill.artifacts.blobs.s3 import S3BlobStore
 
-    own = ArtifactStore.open(store.settings.model_copy(update={"segment_bytes": None}))
+    own = ArtifactStore.open(store.settings.replace(segment_bytes=None))
     try:
         writer = own.open_writer(ALICE)
         writer.write(b"x" * (9 * MiB + 1))
