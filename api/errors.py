@@ -39,7 +39,9 @@ STATUS: list[tuple[type[OverspillError], int]] = [
     (InvalidArgument, 400),
     (NotFound, 404),
     (Gone, 410),
-    (QuotaExceeded, 413),
+    # 403, not 413: the request may be one byte; it is the owner's quota that is
+    # spent. The body's code (quota_exceeded) tells it from a role refusal.
+    (QuotaExceeded, 403),
     (PermissionDenied, 403),
     (StorageUnavailable, 503),
     (TooManyRequests, 429),

@@ -77,7 +77,7 @@ class RetentionChange(BaseModel):
     "",
     status_code=201,
     response_model=ArtifactInfo,
-    responses={413: {"model": ErrorBody, "description": "Owner over quota"}},
+    responses={403: {"model": ErrorBody, "description": "Owner over quota (quota_exceeded)"}},
 )
 def create_artifact(body: CreateArtifact, store: StoreDep, who: PrincipalDep) -> ArtifactInfo:
     """Create an empty artifact in state `writing`; upload with PUT or PATCH content."""

@@ -622,3 +622,19 @@ def test_a_ticket_needs_the_servers_secret_not_only_the_stored_token_hash(api: A
         f"/v1/artifacts/{art}/content", params={"ticket": f"{token_id}.{expires}.{forged}"}
     )
     assert r.status_code == 401
+
+
+def test_an_owner_over_quota_is_refused_with_403_quota_exceeded_not_413(api: Api) -> None:
+    """413 would blame the request's size; a one-byte create is refused too, because
+    the owner's quota is spent."""
+    put = api.client.put(
+        "/v1/admin/retention/owners/user:alice",
+        json={"quota_bytes": 1000},
+        headers=api.h(api.admin),
+    )
+    assert put.status_code == 200, put.text
+    _upload(api, b"x" * 1000)
+    r = api.client.post("/v1/artifacts", json={"name": "one more"}, headers=api.h(api.alice))
+    assert r.status_code == 403, r.text
+    assert r.json()["error"]["code"] == "quota_exceeded"
+    assert "quota exceeded for user:alice" in r.json()["error"]["message"]
