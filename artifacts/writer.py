@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -149,7 +150,9 @@ class ArtifactWriter:
         self._failure: OverspillError | None = None  # the store's own error, if it was one
         self.stopped: str | None = None  # why storing stopped early (quota), if it did
         self._last_renew = time.monotonic()
-        self._thread = threading.Thread(target=self._run, name=f"writer-{artifact_id}", daemon=True)
+        self._thread = threading.Thread(
+            target=_drive, args=(weakref.ref(self),), name=f"writer-{artifact_id}", daemon=True
+        )
         self._thread.start()
 
     # -- producer side -------------------------------------------------------------
@@ -350,27 +353,29 @@ class ArtifactWriter:
 
     # -- background publisher --------------------------------------------------------
 
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                item = self._next_item_locked()
-                batch: list[StagedSegment] = []
-                if item is not None:
-                    self._in_flight = item.fill
-                elif self._staged and self._publish_due_locked():
-                    batch = list(self._staged)
-                elif self._closing and not self._pending:
-                    return
+    def _step(self) -> bool:
+        """One turn of the background loop: store a segment, publish a batch, or
+        renew the lease. False once the writer is closing and all is stored."""
+        with self._cond:
+            item = self._next_item_locked()
+            batch: list[StagedSegment] = []
             if item is not None:
-                self._store(item)
-            elif batch:
-                self._publish(batch)
-            elif time.monotonic() - self._last_renew >= self._renew_every:
-                try:
-                    self._target.renew()
-                    self._last_renew = time.monotonic()
-                except OverspillError:
-                    pass  # retried next tick; the lease is generous
+                self._in_flight = item.fill
+            elif self._staged and self._publish_due_locked():
+                batch = list(self._staged)
+            elif self._closing and not self._pending:
+                return False
+        if item is not None:
+            self._store(item)
+        elif batch:
+            self._publish(batch)
+        elif time.monotonic() - self._last_renew >= self._renew_every:
+            try:
+                self._target.renew()
+                self._last_renew = time.monotonic()
+            except OverspillError:
+                pass  # retried next tick; the lease is generous
+        return True
 
     def _publish_due_locked(self) -> bool:
         return bool(
@@ -495,3 +500,17 @@ class ArtifactWriter:
             self._cond.notify_all()
         if stop:
             self._fail(stop, quota=True)
+
+
+def _drive(ref: weakref.ref[ArtifactWriter]) -> None:
+    """The writer's background loop. It holds the writer only between steps (each
+    waits at most a flush interval or a renewal period), so a writer its producer
+    dropped without closing is collected and the loop ends: the lease stops being
+    renewed and lapses, and the reaper records the artifact ``incomplete`` with
+    every published byte, exactly as when the producer's process dies. (Holding
+    the writer for good, as a bound method would, renewed that lease forever.)"""
+    while True:
+        writer = ref()
+        if writer is None or not writer._step():
+            return
+        del writer

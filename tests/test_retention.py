@@ -296,6 +296,27 @@ def test_orphan_blobs_are_reclaimed_after_the_grace(
     assert [b.key.split("/")[0] for b in store.blobs.list()] == [art]
 
 
+def test_a_writer_dropped_without_close_stops_renewing_and_is_finalised(
+    store: ArtifactStore, clock: ManualClock
+) -> None:
+    """A producer that loses its writer (no close) must not keep the lease alive
+    forever: the writer is collected, its loop ends, and the reaper finishes it."""
+    import gc
+
+    w = store.open_writer(ALICE)
+    w.write(b"flushed\n")
+    w.flush()
+    art, loop = w.id, w._thread
+    del w
+    gc.collect()
+    loop.join(timeout=10)
+    assert not loop.is_alive(), "the dropped writer's loop still runs (and renews)"
+    clock.advance(seconds=store.settings.lease_seconds + 1)
+    assert store.sweeper.run().writers_finalised == 1
+    assert store.get(ALICE, art).state == "incomplete"
+    assert store.read_bytes(ALICE, art, 0, 100) == b"flushed\n"
+
+
 def test_a_dead_writer_is_finalised_by_the_sweeper(
     store: ArtifactStore, clock: ManualClock
 ) -> None:
