@@ -178,7 +178,11 @@ class Content:
         return None
 
     def line_number_at(self, offset: int) -> int:
-        """1-based number of the line that contains byte ``offset``."""
+        """1-based number of the line that contains byte ``offset``.
+
+        The segment's row knows how many newlines precede it and how many it
+        holds, so the count is made from whichever end of the segment is nearer:
+        a tail, near the end of its segment, reads only the bytes it shows."""
         if offset <= 0:
             return 1
         with self._db.read() as s:
@@ -190,6 +194,10 @@ class Content:
             ).scalar_one_or_none()
         if seg is None:
             return 1
+        seg_end = seg.offset + seg.size
+        if offset - seg.offset > seg_end - offset and seg_end <= self.size:
+            after = sum(chunk.count(b"\n") for chunk in self.iter_range(offset, seg_end))
+            return seg.line_offset + seg.newlines - after + 1
         count = seg.line_offset
         for chunk in self.iter_range(seg.offset, min(offset, self.size)):
             count += chunk.count(b"\n")

@@ -198,8 +198,11 @@ def _tail_lines_start(content: Content, lines: int, max_bytes: int) -> tuple[int
     found = 0
     pos = end
     floor = max(0, size - max_bytes)
+    # Blocks grow from 4 KiB: a tail of a few short lines reads a few KiB, not 64.
+    block_size = 4096
     while pos > floor:
-        lo = max(floor, pos - _BLOCK)
+        lo = max(floor, pos - block_size)
+        block_size = min(block_size * 2, _BLOCK)
         block = content.read(lo, pos)
         idx = len(block)
         while True:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -526,3 +527,32 @@ def test_segments_record_where_they_sit_in_their_blob_and_old_rows_still_read(
     with store.db.write() as s:  # as rows written before migration 0003 are
         s.execute(update(Segment).where(Segment.artifact_id == art).values(blob_offset=None))
     assert store.read_bytes(ALICE, art, 0, len(data)) == data
+
+
+def test_tail_numbers_its_first_line_without_reading_the_whole_segment(
+    store: ArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The segment row says how many newlines it holds, so the line number of a
+    tail near a segment's end is counted back from that end, not from its start."""
+    seg = store.settings.segment_bytes or store.blobs.segment_bytes
+    data = b"".join(b"row %06d\n" % i for i in range(3 * seg // 11))
+    art = write_artifact(store, data)
+    read = 0
+    original = store.blobs.read
+
+    def counting(key: str, start: int, end: int) -> Iterator[bytes]:
+        nonlocal read
+        for chunk in original(key, start, end):
+            read += len(chunk)
+            yield chunk
+
+    monkeypatch.setattr(store.blobs, "read", counting)
+    t = store.tail(ALICE, art, lines=2)
+    total = data.count(b"\n")
+    assert t.text == f"row {total - 2:06d}\nrow {total - 1:06d}\n"
+    assert t.first_line == total - 1 and t.last_line == total
+    assert read < 16 * 1024, f"read {read} bytes of a {seg}-byte segment for a 22-byte tail"
+    for offset in (0, 5, 11, len(data) // 2, len(data) - 1):  # both directions agree
+        assert store.open_content(ALICE, art)[1].line_number_at(offset) == (
+            data[:offset].count(b"\n") + 1
+        )
