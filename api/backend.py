@@ -15,6 +15,7 @@ from overspill.api.saved import SavedResult, SaveRequest, save_stream
 from overspill.artifacts.audit import AuditEntry
 from overspill.artifacts.follow import Backoff
 from overspill.artifacts.policies import PolicySpec, PolicyView, Preview
+from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
 from overspill.artifacts.records import (
     ArtifactInfo,
     ArtifactPage,
@@ -32,7 +33,7 @@ from overspill.artifacts.tokens import IssuedToken, TokenInfo
 
 class Backend(Protocol):
     def get(self, artifact_id: str) -> ArtifactInfo: ...
-    def list(self, **filters: Any) -> ArtifactPage: ...
+    def list(self, query: ListQuery) -> ArtifactPage: ...
     def delete(self, artifact_id: str) -> ArtifactInfo: ...
     def pin(self, artifact_id: str, reason: str | None = None) -> ArtifactInfo: ...
     def unpin(self, artifact_id: str) -> ArtifactInfo: ...
@@ -41,9 +42,7 @@ class Backend(Protocol):
         self, artifact_id: str, start: int = 0, end: int | None = None, *, follow: bool = False
     ) -> Iterator[bytes]: ...
     def text(self, artifact_id: str, offset: int = 0, limit: int = 65536) -> TextWindow: ...
-    def lines(
-        self, artifact_id: str, start: int = 1, count: int = 100, max_bytes: int | None = None
-    ) -> LineWindow: ...
+    def lines(self, artifact_id: str, query: LineQuery) -> LineWindow: ...
     def tail(
         self,
         artifact_id: str,
@@ -52,17 +51,7 @@ class Backend(Protocol):
         nbytes: int | None = None,
         max_bytes: int | None = None,
     ) -> TailWindow: ...
-    def grep(
-        self,
-        artifact_id: str,
-        pattern: str,
-        *,
-        ignore_case: bool = False,
-        fixed: bool = False,
-        context: int = 0,
-        max_matches: int = 100,
-        offset: int = 0,
-    ) -> GrepResult: ...
+    def grep(self, artifact_id: str, query: GrepQuery) -> GrepResult: ...
     def save_result(self, chunks: Iterable[bytes], request: SaveRequest) -> SavedResult: ...
     def usage(self) -> builtins.list[dict[str, Any]]: ...
     def create_token(
@@ -92,11 +81,8 @@ class LocalBackend:
     def get(self, artifact_id: str) -> ArtifactInfo:
         return self.store.get(self.principal, artifact_id)
 
-    def list(self, **filters: Any) -> ArtifactPage:
-        order = filters.pop("order", "desc")
-        return self.store.list(
-            self.principal, descending=order == "desc", with_total=True, **filters
-        )
+    def list(self, query: ListQuery) -> ArtifactPage:
+        return self.store.list(self.principal, query, with_total=True)
 
     def delete(self, artifact_id: str) -> ArtifactInfo:
         return self.store.delete(self.principal, artifact_id)
@@ -137,10 +123,8 @@ class LocalBackend:
     def text(self, artifact_id: str, offset: int = 0, limit: int = 65536) -> TextWindow:
         return self.store.text(self.principal, artifact_id, offset, limit)
 
-    def lines(
-        self, artifact_id: str, start: int = 1, count: int = 100, max_bytes: int | None = None
-    ) -> LineWindow:
-        return self.store.lines(self.principal, artifact_id, start, count, max_bytes)
+    def lines(self, artifact_id: str, query: LineQuery) -> LineWindow:
+        return self.store.lines(self.principal, artifact_id, query)
 
     def tail(
         self,
@@ -154,27 +138,8 @@ class LocalBackend:
             self.principal, artifact_id, lines=lines, nbytes=nbytes, max_bytes=max_bytes
         )
 
-    def grep(
-        self,
-        artifact_id: str,
-        pattern: str,
-        *,
-        ignore_case: bool = False,
-        fixed: bool = False,
-        context: int = 0,
-        max_matches: int = 100,
-        offset: int = 0,
-    ) -> GrepResult:
-        return self.store.grep(
-            self.principal,
-            artifact_id,
-            pattern,
-            ignore_case=ignore_case,
-            fixed=fixed,
-            context=context,
-            max_matches=max_matches,
-            offset=offset,
-        )
+    def grep(self, artifact_id: str, query: GrepQuery) -> GrepResult:
+        return self.store.grep(self.principal, artifact_id, query)
 
     def save_result(self, chunks: Iterable[bytes], request: SaveRequest) -> SavedResult:
         return save_stream(

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from overspill.api.settings import ClientSettings
 from overspill.artifacts.config import StoreSettings
@@ -27,7 +27,10 @@ from overspill.artifacts.errors import OverspillError
 if TYPE_CHECKING:  # the store (SQLAlchemy, blob SDKs) and the records (pydantic) load
     # only for verbs that use them
     from overspill.api.backend import Backend
+    from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
     from overspill.artifacts.records import ArtifactInfo, Principal, Role
+
+    _Q = TypeVar("_Q", GrepQuery, LineQuery, ListQuery)
     from overspill.artifacts.store import ArtifactStore
 
 EXIT_ERROR = 1
@@ -45,6 +48,25 @@ def _local_store() -> ArtifactStore:
     from overspill.artifacts.store import ArtifactStore
 
     return ArtifactStore.open(StoreSettings.load())
+
+
+def _queries() -> Any:
+    from overspill.artifacts import queries  # pydantic: only for verbs that read
+
+    return queries
+
+
+def _query(cls: type[_Q], **fields: Any) -> _Q:
+    """A store query from the verb's options; a value out of bounds is one line
+    naming the option, as every other bad argument is."""
+    from pydantic import ValidationError
+
+    try:
+        return cls(**{k: v for k, v in fields.items() if v is not None})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        name = "--" + "-".join(str(p) for p in first["loc"]).replace("_", "-")
+        raise CliError(f"{name}: {first['msg']}") from None
 
 
 def _principal(owner: str, role: Role) -> Principal:
@@ -198,7 +220,9 @@ def cmd_cat(args: argparse.Namespace) -> int:
         start, count = line_sel
         first = True
         while count > 0:
-            win = backend.lines(args.id, start=start, count=min(count, 10000))
+            win = backend.lines(
+                args.id, _query(_queries().LineQuery, start=start, count=min(count, 10000))
+            )
             if first and not win.lines:
                 raise CliError(f"{args.id} has no line {start}: it has {win.line_count} lines")
             first = False
@@ -233,14 +257,17 @@ def cmd_cat(args: argparse.Namespace) -> int:
 def cmd_ls(args: argparse.Namespace) -> int:
     backend = _backend(ClientSettings.load())
     page = backend.list(
-        owner=args.owner,
-        session_id=args.session,
-        state=args.state,
-        sort=args.sort,
-        limit=args.limit,
-        include_gone=args.all or None,
-        min_size=args.min_size,
-        cursor=args.cursor,
+        _query(
+            _queries().ListQuery,
+            owner=args.owner,
+            session_id=args.session,
+            state=args.state,
+            sort=args.sort,
+            limit=args.limit,
+            include_gone=args.all,
+            min_size=args.min_size,
+            cursor=args.cursor,
+        )
     )
     if args.json:
         print(
@@ -317,15 +344,16 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_grep(args: argparse.Namespace) -> int:
     backend = _backend(ClientSettings.load())
-    res = backend.grep(
-        args.id,
-        args.pattern,
+    query = _query(
+        _queries().GrepQuery,
+        pattern=args.pattern,
         ignore_case=args.ignore_case,
         fixed=args.fixed_strings,
         context=args.context,
         max_matches=args.max_count,
         offset=args.offset,
     )
+    res = backend.grep(args.id, query)
     if args.json:
         print(res.model_dump_json())
         return 0

@@ -30,6 +30,7 @@ from overspill.artifacts.errors import (
 )
 from overspill.artifacts.gc_pause import cyclic_gc_paused
 from overspill.artifacts.policies import PolicySpec, PolicyView, Preview
+from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
 from overspill.artifacts.records import (
     ArtifactInfo,
     ArtifactPage,
@@ -159,8 +160,8 @@ class OverspillClient:
     def get(self, artifact_id: str) -> ArtifactInfo:
         return ArtifactInfo.model_validate(self._json("GET", f"/v1/artifacts/{artifact_id}"))
 
-    def list(self, **filters: Any) -> ArtifactPage:
-        params = {k: _param(v) for k, v in filters.items() if v is not None}
+    def list(self, query: ListQuery) -> ArtifactPage:
+        params = {k: _param(v) for k, v in query.params().items()}
         return ArtifactPage.model_validate(self._json("GET", "/v1/artifacts", params=params))
 
     def delete(self, artifact_id: str) -> ArtifactInfo:
@@ -207,12 +208,8 @@ class OverspillClient:
             )
         )
 
-    def lines(
-        self, artifact_id: str, start: int = 1, count: int = 100, max_bytes: int | None = None
-    ) -> LineWindow:
-        params = {"start": start, "count": count}
-        if max_bytes is not None:
-            params["max_bytes"] = max_bytes
+    def lines(self, artifact_id: str, query: LineQuery) -> LineWindow:
+        params = {k: _param(v) for k, v in query.params().items()}
         return LineWindow.model_validate(
             self._json("GET", f"/v1/artifacts/{artifact_id}/lines", params=params)
         )
@@ -232,29 +229,12 @@ class OverspillClient:
             self._json("GET", f"/v1/artifacts/{artifact_id}/tail", params=params)
         )
 
-    def grep(
-        self,
-        artifact_id: str,
-        pattern: str,
-        *,
-        ignore_case: bool = False,
-        fixed: bool = False,
-        context: int = 0,
-        max_matches: int = 100,
-        offset: int = 0,
-    ) -> GrepResult:
-        params = {
-            "pattern": pattern,
-            "ignore_case": ignore_case,
-            "fixed": fixed,
-            "context": context,
-            "max_matches": max_matches,
-            "offset": offset,
-        }
+    def grep(self, artifact_id: str, query: GrepQuery) -> GrepResult:
+        params = {k: _param(v) for k, v in query.params().items()}
         response = self._request(
             "GET",
             f"/v1/artifacts/{artifact_id}/grep",
-            params={k: _param(v) for k, v in params.items()},
+            params=params,
         )
         # Straight from the JSON bytes (parsing to dicts first cost as much again),
         # with the cycle collector paused (see artifacts.gc_pause).

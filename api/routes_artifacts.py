@@ -21,6 +21,7 @@ from overspill.api.errors import RESPONSES, ErrorBody, error_response
 from overspill.api.ranges import RangeNotSatisfiable, parse_range
 from overspill.artifacts.errors import InvalidArgument, OverspillError, StorageUnavailable
 from overspill.artifacts.follow import Backoff
+from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
 from overspill.artifacts.records import (
     ArtifactInfo,
     ArtifactPage,
@@ -181,53 +182,10 @@ def complete_artifact(
 
 @router.get("", response_model=ArtifactPage)
 def list_artifacts(
-    store: StoreDep,
-    who: PrincipalDep,
-    owner: str | None = Query(None, max_length=200, description="Admins: any owner"),
-    session_id: str | None = Query(None, max_length=200),
-    kind: str | None = Query(None, max_length=50),
-    state: Literal["writing", "complete", "capped", "incomplete", "failed", "expired", "deleted"]
-    | None = None,
-    min_size: int | None = Query(None, ge=0, le=2**62),
-    created_after: datetime | None = None,
-    created_before: datetime | None = None,
-    include_gone: bool = Query(False, description="Also list expired and deleted"),
-    sort: Literal["created", "size"] = "created",
-    order: Literal["asc", "desc"] = "desc",
-    limit: int = Query(50, ge=1, le=500),
-    cursor: str | None = Query(None, max_length=500),
+    store: StoreDep, who: PrincipalDep, query: Annotated[ListQuery, Query()]
 ) -> ArtifactPage:
     """List artifacts, newest or largest first, with cursor pagination."""
-    return store.list(
-        who,
-        owner=owner,
-        session_id=session_id,
-        kind=kind,
-        state=state,
-        min_size=min_size,
-        created_after=_aware(created_after),
-        created_before=_aware(created_before),
-        include_gone=include_gone,
-        sort=sort,
-        descending=order == "desc",
-        limit=limit,
-        cursor=cursor,
-        with_total=True,
-    )
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    """In UTC; a time that has no UTC form (year 1 at +14:00) is a clear 400."""
-    from datetime import UTC
-
-    if value is None:
-        return value
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    try:
-        return value.astimezone(UTC)
-    except OverflowError:
-        raise InvalidArgument(f"{value.isoformat()} is outside the range of dates") from None
+    return store.list(who, query, with_total=True)
 
 
 @router.get("/{artifact_id}", response_model=ArtifactInfo)
@@ -404,12 +362,10 @@ def read_lines(
     artifact_id: _ARTIFACT_ID,
     store: StoreDep,
     who: PrincipalDep,
-    start: int = Query(1, ge=1, le=2**62, description="1-based line number"),
-    count: int = Query(100, ge=1, le=10000),
-    max_bytes: int | None = Query(None, ge=1, le=16 * 1024 * 1024),
+    query: Annotated[LineQuery, Query()],
 ) -> LineWindow:
     """A page of lines; `next_line` continues it."""
-    return store.lines(who, artifact_id, start=start, count=count, max_bytes=max_bytes)
+    return store.lines(who, artifact_id, query)
 
 
 @router.get(
@@ -442,24 +398,10 @@ def grep_artifact(
     artifact_id: _ARTIFACT_ID,
     store: StoreDep,
     who: PrincipalDep,
-    pattern: str = Query(..., min_length=1, max_length=1000),
-    ignore_case: bool = False,
-    fixed: bool = False,
-    context: int = Query(0, ge=0, le=100),
-    max_matches: int = Query(100, ge=1, le=10000),
-    offset: int = Query(0, ge=0, le=2**62),
+    query: Annotated[GrepQuery, Query()],
 ) -> Response:
     """Search with RE2 (linear time). `next_offset` resumes a truncated scan."""
-    found = store.grep(
-        who,
-        artifact_id,
-        pattern,
-        ignore_case=ignore_case,
-        fixed=fixed,
-        context=context,
-        max_matches=max_matches,
-        offset=offset,
-    )
+    found = store.grep(who, artifact_id, query)
     # The store built and checked the record; serialising it once (rather than
     # FastAPI validating it again against the response model) halves the cost
     # of a page with thousands of matches.

@@ -17,6 +17,7 @@ from typing import Any
 from overspill.api.backend import Backend
 from overspill.api.tool_args import ToolArgumentError, check_arguments
 from overspill.artifacts.errors import Gone, OverspillError
+from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
 from overspill.artifacts.records import ArtifactInfo, Line, Window
 from overspill.shell.calls import call
 
@@ -240,7 +241,7 @@ class ArtifactTools:
     def _lines(self, a: dict[str, Any]) -> ToolResult:
         art, start = a["id"], a["start_line"]
         count = a.get("line_count", 200)
-        w = self._backend.lines(art, start=start, count=count, max_bytes=self._max + 1)
+        w = self._backend.lines(art, LineQuery(start=start, count=count, max_bytes=self._max + 1))
         if not w.lines:
             head = f"[{art}: there is no line {start}; the stored bytes hold {w.line_count} lines; {_coverage(w)}]"
             again = call("artifact_read", id=art, start_line=start, line_count=a.get("line_count"))
@@ -323,15 +324,15 @@ class ArtifactTools:
     def _grep(self, a: dict[str, Any]) -> ToolResult:
         art = a["id"]
         context = a.get("context", 0)
-        res = self._backend.grep(
-            art,
-            a["pattern"],
+        query = GrepQuery(
+            pattern=a["pattern"],
             ignore_case=a.get("ignore_case", False),
             fixed=a.get("fixed_string", False),
             context=context,
             max_matches=a.get("max_matches", 50),
             offset=a.get("offset", 0),
         )
+        res = self._backend.grep(art, query)
         blocks: list[str] = []
         used = 0
         shown = 0
@@ -423,7 +424,7 @@ class ArtifactTools:
         run_id, stream = i.source.get("run_id"), i.source.get("stream")
         if not run_id or not stream:
             return None
-        page = self._backend.list(session_id=i.session_id, limit=20, include_gone=True)
+        page = self._backend.list(ListQuery(session_id=i.session_id, limit=20, include_gone=True))
         for other in page.items:
             if other.id != i.id and other.source.get("run_id") == run_id:
                 return f"{other.source.get('stream')} {other.id} ({other.state}, {other.size_bytes} bytes)"
@@ -432,7 +433,9 @@ class ArtifactTools:
     def _list(self, a: dict[str, Any]) -> ToolResult:
         session = None if a.get("all_sessions") else self._session
         limit = a.get("limit", 20)
-        page = self._backend.list(session_id=session, limit=limit, cursor=a.get("cursor"))
+        page = self._backend.list(
+            ListQuery(session_id=session, limit=limit, cursor=a.get("cursor"))
+        )
         scope = f"session {session}" if session else "all your sessions"
         if not page.items:
             return ToolResult(f"[no stored outputs in {scope}]", data={"items": []})

@@ -11,7 +11,7 @@ import json
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import ColumnElement, and_, func, or_, select, tuple_
 from sqlalchemy.orm import Session
@@ -28,9 +28,9 @@ from overspill.artifacts.errors import (
 )
 from overspill.artifacts.ids import check_artifact_id
 from overspill.artifacts.inputs import check_text
+from overspill.artifacts.queries import ListQuery
 from overspill.artifacts.records import (
     GONE_STATES,
-    STATES,
     ArtifactInfo,
     ArtifactPage,
     Principal,
@@ -42,8 +42,6 @@ from overspill.artifacts.usage import bump_usage
 if TYPE_CHECKING:
     from overspill.artifacts.sweeper import Sweeper
 
-SortKey = Literal["created", "size"]
-MAX_PAGE = 500
 log = logging.getLogger(__name__)
 
 
@@ -75,31 +73,17 @@ class Catalog(Part):
     def list(
         self,
         principal: Principal,
+        query: ListQuery | None = None,
         *,
-        owner: str | None = None,
-        session_id: str | None = None,
-        kind: str | None = None,
-        state: str | None = None,
-        min_size: int | None = None,
-        created_after: datetime | None = None,
-        created_before: datetime | None = None,
-        include_gone: bool = False,
-        sort: SortKey = "created",
-        descending: bool = True,
-        limit: int = 50,
-        cursor: str | None = None,
         with_total: bool = False,
     ) -> ArtifactPage:
+        q = query or ListQuery()
+        owner, session_id, kind, state = q.owner, q.session_id, q.kind, q.state
+        min_size, cursor, sort, limit = q.min_size, q.cursor, q.sort, q.limit
+        created_after, created_before = _utc(q.created_after), _utc(q.created_before)
+        descending, include_gone = q.order == "desc", q.include_gone
         for field, value in (("owner", owner), ("session_id", session_id), ("kind", kind)):
             check_text(field, value)
-        if limit < 1 or limit > MAX_PAGE:
-            raise InvalidArgument(f"limit must be between 1 and {MAX_PAGE}, got {limit}")
-        if sort not in ("created", "size"):
-            raise InvalidArgument(f"sort must be 'created' or 'size', got {sort!r}")
-        if state is not None and state not in STATES:
-            raise InvalidArgument(f"unknown state {state!r}: one of {', '.join(STATES)}")
-        if min_size is not None and min_size < 0:
-            raise InvalidArgument("min_size must be >= 0")
         now = self.clock.now()
         conds: list[ColumnElement[bool]] = []
         if not principal.is_admin:
@@ -373,12 +357,25 @@ def info_of(row: Artifact, now: datetime) -> ArtifactInfo:
     )
 
 
+def _utc(value: datetime | None) -> datetime | None:
+    """In UTC (a naive time is taken as UTC); a time with no UTC form (year 1 at
+    +14:00) is a clear InvalidArgument."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise InvalidArgument(f"{value.isoformat()} is outside the range of dates") from None
+
+
 def _encode_cursor(value: datetime | int, artifact_id: str) -> str:
     raw = value.isoformat() if isinstance(value, datetime) else value
     return base64.urlsafe_b64encode(json.dumps([raw, artifact_id]).encode()).decode().rstrip("=")
 
 
-def _decode_cursor(cursor: str, sort: SortKey) -> tuple[Any, str]:
+def _decode_cursor(cursor: str, sort: str) -> tuple[Any, str]:
     try:
         raw = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
         value, artifact_id = raw

@@ -32,9 +32,10 @@ from typing import Any
 import re2
 
 from overspill.artifacts.content import Content
-from overspill.artifacts.errors import InvalidArgument, InvalidRange
+from overspill.artifacts.errors import InvalidArgument
 from overspill.artifacts.gc_pause import cyclic_gc_paused
 from overspill.artifacts.newlines import count_newlines
+from overspill.artifacts.queries import GrepQuery
 from overspill.artifacts.records import GrepResult
 
 OVERLAP = 64 * 1024
@@ -231,33 +232,26 @@ def _chars(raw: bytes, upto: int) -> int:
 
 def grep(
     content: Content,
-    pattern: str,
+    query: GrepQuery,
     *,
-    ignore_case: bool = False,
-    fixed: bool = False,
-    context: int = 0,
-    max_matches: int = 100,
-    offset: int = 0,
     max_bytes: int,
     scan_bytes: int,
     complete: bool,
     line_cap: int = 64 * 1024,
     time_budget_s: float = 5.0,
 ) -> GrepResult:
-    if context < 0 or context > 100:
-        raise InvalidArgument(f"context must be between 0 and 100, got {context}")
-    if max_matches < 1:
-        raise InvalidArgument(f"max_matches must be >= 1, got {max_matches}")
-    if offset < 0:
-        raise InvalidRange(f"offset must be >= 0, got {offset}")
-    regex = _Finder(compile_pattern(pattern, ignore_case=ignore_case, fixed=fixed))
+    # The query's own bounds (context, max_matches, offset) were checked when it
+    # was built; every caller passes a GrepQuery.
+    regex = _Finder(
+        compile_pattern(query.pattern, ignore_case=query.ignore_case, fixed=query.fixed)
+    )
     size = content.size
-    start = min(offset, size)
+    start = min(query.offset, size)
     g = _Grep(
         content,
         regex,
-        context=context,
-        max_matches=max_matches,
+        context=query.context,
+        max_matches=query.max_matches,
         max_bytes=max_bytes,
         line_cap=min(line_cap, max_bytes),
     )
@@ -269,7 +263,7 @@ def grep(
         return GrepResult.model_validate(
             {
                 "artifact_id": content.artifact_id,
-                "pattern": pattern,
+                "pattern": query.pattern,
                 "matches": g.matches,
                 "scanned_from": start,
                 "next_offset": next_offset,

@@ -17,6 +17,7 @@ from overspill.artifacts.errors import (
     NotFound,
     StorageUnavailable,
 )
+from overspill.artifacts.queries import GrepQuery, LineQuery
 from overspill.artifacts.records import (
     GONE_STATES,
     ArtifactInfo,
@@ -80,17 +81,14 @@ class Reader(Part):
         limit = self._bound(limit)
         return _stated(reads.text_window(content, offset, limit, complete=info.complete), info)
 
-    def lines(
-        self,
-        principal: Principal,
-        artifact_id: str,
-        start: int = 1,
-        count: int = 100,
-        max_bytes: int | None = None,
-    ) -> LineWindow:
+    def lines(self, principal: Principal, artifact_id: str, query: LineQuery) -> LineWindow:
         info, content = self._readable(principal, artifact_id)
         window = reads.line_window(
-            content, start, count, max_bytes=self._bound(max_bytes), complete=info.complete
+            content,
+            query.start,
+            query.count,
+            max_bytes=self._bound(query.max_bytes),
+            complete=info.complete,
         )
         return _stated(window, info)
 
@@ -117,26 +115,16 @@ class Reader(Part):
         self,
         principal: Principal,
         artifact_id: str,
-        pattern: str,
+        query: GrepQuery,
         *,
-        ignore_case: bool = False,
-        fixed: bool = False,
-        context: int = 0,
-        max_matches: int = 100,
-        offset: int = 0,
         max_bytes: int | None = None,
         scan_bytes: int = 256 * 1024 * 1024,
     ) -> GrepResult:
-        grep.compile_pattern(pattern, ignore_case=ignore_case, fixed=fixed)  # fail fast
-        info, content = self._readable(principal, artifact_id)
+        grep.compile_pattern(query.pattern, ignore_case=query.ignore_case, fixed=query.fixed)
+        info, content = self._readable(principal, artifact_id)  # after: fail fast on a bad regex
         found = grep.grep(
             content,
-            pattern,
-            ignore_case=ignore_case,
-            fixed=fixed,
-            context=context,
-            max_matches=max_matches,
-            offset=offset,
+            query,
             max_bytes=self._bound(max_bytes),
             scan_bytes=scan_bytes,
             complete=info.complete,

@@ -32,6 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import free_port, report, wait_up
+from overspill.artifacts.queries import GrepQuery, LineQuery
 
 MiB = 1024 * 1024
 PATTERNS = {
@@ -80,7 +81,10 @@ def grep_all(grep: Callable[..., Any], art: str, pattern: str, ignore_case: bool
     """Every matching line, following next_offset until the scan is done."""
     found, offset = 0, 0
     while True:
-        res = grep(art, pattern, ignore_case=ignore_case, max_matches=10_000, offset=offset)
+        query = GrepQuery(
+            pattern=pattern, ignore_case=ignore_case, max_matches=10_000, offset=offset
+        )
+        res = grep(art, query)
         found += len(res.matches)
         if res.eof or not res.truncated:
             return found
@@ -199,13 +203,13 @@ def main() -> None:
             wait_up(port)
             client = OverspillClient(f"http://127.0.0.1:{port}", token)
 
-            def local_grep(a: str, p: str, **kw: Any) -> Any:
-                return store.grep(who, a, p, **kw)
+            def local_grep(a: str, q: GrepQuery) -> Any:
+                return store.grep(who, a, q)
 
             # Warm both paths (the server's first request pays its imports and the
             # connection) so the runs below measure the steady state.
-            store.grep(who, art, "warm", max_matches=1)
-            client.grep(art, "warm", max_matches=1)
+            store.grep(who, art, GrepQuery(pattern="warm", max_matches=1))
+            client.grep(art, GrepQuery(pattern="warm", max_matches=1))
             for name, (pattern, icase, flag) in PATTERNS.items():
                 runs: dict[str, list[float]] = {"ours": [], "http": [], "gnu": []}
                 counts: dict[str, int] = {}
@@ -246,9 +250,9 @@ def main() -> None:
             starts = [rng.randrange(1, lines - 50) for _ in range(windows)]
             lat: dict[str, list[float]] = {"ours": [], "http": [], "sed": []}
             for i, start in enumerate(starts):
-                t, win = timed(lambda s=start: store.lines(who, art, s, 50))
+                t, win = timed(lambda s=start: store.lines(who, art, LineQuery(start=s, count=50)))
                 lat["ours"].append(t)
-                t, hwin = timed(lambda s=start: client.lines(art, start=s, count=50))
+                t, hwin = timed(lambda s=start: client.lines(art, LineQuery(start=s, count=50)))
                 lat["http"].append(t)
                 assert [ln.text for ln in win.lines] == [ln.text for ln in hwin.lines]
                 if i < 50:  # sed reads the file up to the window: a few samples do

@@ -17,6 +17,7 @@ import pytest
 
 from overspill.api.client import OverspillClient, RemoteSink
 from overspill.artifacts.errors import Gone, NotFound, OffsetConflict
+from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell import ExecRequest, Executor, ShellSettings
 from tests.api_helpers import Api, live_server, make_api
@@ -54,10 +55,10 @@ def test_the_client_covers_the_api(server: tuple[Api, str]) -> None:
         assert done.state == "complete" and done.sha256 == hashlib.sha256(data).hexdigest()
         assert b"".join(c.iter_content(info.id)) == data
         assert b"".join(c.iter_content(info.id, 10, 20)) == data[10:20]
-        assert c.lines(info.id, start=1000, count=1).lines[0].text == "row 999"
+        assert c.lines(info.id, LineQuery(start=1000, count=1)).lines[0].text == "row 999"
         assert c.tail(info.id, lines=1).text == "row 199999\n"
-        assert c.grep(info.id, "^row 12345$").matches[0].line.number == 12346
-        assert c.list(session_id="s-9").items[0].id == info.id
+        assert c.grep(info.id, GrepQuery(pattern="^row 12345$")).matches[0].line.number == 12346
+        assert c.list(ListQuery(session_id="s-9")).items[0].id == info.id
         assert c.pin(info.id, "keep").pinned
         c.delete(info.id)
         with pytest.raises(Gone):

@@ -11,6 +11,7 @@ import pytest
 
 from overspill.artifacts.errors import InvalidArgument
 from overspill.artifacts.grep import OVERLAP
+from overspill.artifacts.queries import GrepQuery
 from overspill.artifacts.store import ArtifactStore
 from tests.helpers import ALICE, write_artifact
 
@@ -49,7 +50,7 @@ def _expected(data: bytes, pattern: str) -> list[int]:
 def _all_matches(store: ArtifactStore, art: str, pattern: str, **kw: object) -> list[int]:
     found, offset = [], 0
     for _ in range(10_000):
-        res = store.grep(ALICE, art, pattern, offset=offset, **kw)  # type: ignore[arg-type]
+        res = store.grep(ALICE, art, GrepQuery(pattern=pattern, offset=offset, **kw))  # type: ignore[arg-type]
         found += [m.line.number for m in res.matches]
         if not res.truncated:
             assert res.eof
@@ -80,7 +81,7 @@ def test_small_scan_budgets_resume_at_line_starts_and_lose_nothing(store: Artifa
 def test_a_match_on_a_giant_line_is_shown_as_a_window_around_it(store: ArtifactStore) -> None:
     line = b"a" * 300_000 + b"NEEDLE" + b"b" * 300_000
     art = write_artifact(store, b"head\n" + line + b"\ntail\n")
-    res = store.grep(ALICE, art, "NEEDLE", max_bytes=4000)
+    res = store.grep(ALICE, art, GrepQuery(pattern="NEEDLE"), max_bytes=4000)
     (m,) = res.matches
     assert m.line.number == 2 and m.line.offset == 5 and m.line.truncated
     start = m.line.window_offset
@@ -93,7 +94,7 @@ def test_a_match_on_a_giant_line_is_shown_as_a_window_around_it(store: ArtifactS
 def test_context_lines_come_from_either_side_of_a_chunk_edge(store: ArtifactStore) -> None:
     data = b"".join(b"line %06d\n" % i for i in range(30_000))
     art = write_artifact(store, data)
-    res = store.grep(ALICE, art, "^line 02000[05]$", context=2)
+    res = store.grep(ALICE, art, GrepQuery(pattern="^line 02000[05]$", context=2))
     assert [
         (m.line.number, [b.number for b in m.before], [a.number for a in m.after])
         for m in res.matches
@@ -107,4 +108,4 @@ def test_context_lines_come_from_either_side_of_a_chunk_edge(store: ArtifactStor
 def test_a_pattern_too_costly_to_run_is_refused(store: ArtifactStore) -> None:
     art = write_artifact(store, b"x\n")
     with pytest.raises(InvalidArgument, match="too complex"):
-        store.grep(ALICE, art, "(.*){1000}")
+        store.grep(ALICE, art, GrepQuery(pattern="(.*){1000}"))

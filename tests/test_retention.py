@@ -12,6 +12,7 @@ import pytest
 from overspill.artifacts.clock import ManualClock
 from overspill.artifacts.errors import Gone, QuotaExceeded
 from overspill.artifacts.policies import PolicySpec
+from overspill.artifacts.queries import ListQuery
 from overspill.artifacts.records import Principal
 from overspill.artifacts.retention import GLOBAL
 from overspill.artifacts.store import ArtifactStore
@@ -91,7 +92,7 @@ def test_expiry_is_enforced_on_reads_before_any_sweep(
         store.text(ALICE, art)
     assert exc.value.reason == "expired" and exc.value.since is not None
     assert store.list(ALICE).items == []
-    assert [i.id for i in store.list(ALICE, state="expired").items] == [art]
+    assert [i.id for i in store.list(ALICE, ListQuery(state="expired")).items] == [art]
     assert store.get(ALICE, art).state == "expired"
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from overspill.artifacts.errors import (
     Conflict,
@@ -18,6 +19,7 @@ from overspill.artifacts.errors import (
     NotFound,
     StorageUnavailable,
 )
+from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
 from overspill.artifacts.store import ArtifactStore
 from tests.helpers import ADMIN, ALICE, BOB, write_artifact
 
@@ -64,8 +66,8 @@ def test_negative_and_inverted_ranges_are_rejected(store: ArtifactStore) -> None
         store.read_bytes(ALICE, art, 4, 2)
     with pytest.raises(InvalidRange):
         store.text(ALICE, art, offset=-5)
-    with pytest.raises(InvalidRange):
-        store.lines(ALICE, art, start=0)
+    with pytest.raises(ValidationError, match="start"):
+        LineQuery(start=0)  # a query out of its bounds cannot even be built
 
 
 def test_text_windows_never_split_a_character(store: ArtifactStore) -> None:
@@ -95,13 +97,13 @@ def test_text_window_starting_mid_character_skips_to_the_next(store: ArtifactSto
 
 def test_lines_handle_crlf_and_missing_final_newline(store: ArtifactStore) -> None:
     art = write_artifact(store, b"one\r\ntwo\r\nthree", chunks=[4, 3])
-    win = store.lines(ALICE, art, start=1, count=10)
+    win = store.lines(ALICE, art, LineQuery(start=1, count=10))
     assert [ln.text for ln in win.lines] == ["one", "two", "three"]
     assert [ln.number for ln in win.lines] == [1, 2, 3]
     assert win.eof and win.line_count == 3
-    second = store.lines(ALICE, art, start=2, count=1)
+    second = store.lines(ALICE, art, LineQuery(start=2, count=1))
     assert [ln.text for ln in second.lines] == ["two"] and second.next_line == 3
-    assert store.lines(ALICE, art, start=4, count=1).lines == []
+    assert store.lines(ALICE, art, LineQuery(start=4, count=1)).lines == []
 
 
 def test_line_lookup_uses_segments_and_finds_every_line(store: ArtifactStore) -> None:
@@ -109,10 +111,10 @@ def test_line_lookup_uses_segments_and_finds_every_line(store: ArtifactStore) ->
     data = ("\n".join(lines) + "\n").encode()
     art = write_artifact(store, data, chunks=[5000, 3, 7777, 1])
     for n in (1, 2, 500, 733, 1999, 2000):
-        win = store.lines(ALICE, art, start=n, count=2)
+        win = store.lines(ALICE, art, LineQuery(start=n, count=2))
         assert win.lines[0].text == f"line {n}"
     assert store.get(ALICE, art).line_count == 2000
-    assert store.lines(ALICE, art, start=2001, count=1).lines == []
+    assert store.lines(ALICE, art, LineQuery(start=2001, count=1)).lines == []
 
 
 def test_empty_artifact_reads(store: ArtifactStore) -> None:
@@ -122,9 +124,9 @@ def test_empty_artifact_reads(store: ArtifactStore) -> None:
     assert info.sha256 == hashlib.sha256(b"").hexdigest()
     assert store.text(ALICE, art).text == ""
     assert store.text(ALICE, art).eof
-    assert store.lines(ALICE, art).lines == []
+    assert store.lines(ALICE, art, LineQuery()).lines == []
     assert store.tail(ALICE, art, lines=5).text == ""
-    assert store.grep(ALICE, art, "x").matches == []
+    assert store.grep(ALICE, art, GrepQuery(pattern="x")).matches == []
 
 
 def test_tail_by_lines_and_bytes(store: ArtifactStore) -> None:
@@ -148,7 +150,7 @@ def test_tail_is_bounded_and_says_so(store: ArtifactStore) -> None:
 def test_very_long_lines_are_truncated_in_windows_not_lost(store: ArtifactStore) -> None:
     data = b"a" * 200_000 + b"\nshort\n"
     art = write_artifact(store, data)
-    win = store.lines(ALICE, art, start=1, count=2)
+    win = store.lines(ALICE, art, LineQuery(start=1, count=2))
     assert win.lines[0].truncated and len(win.lines[0].text) == 64 * 1024
     assert win.lines[1].text == "short"
     assert store.read_bytes(ALICE, art, 199_990, 200_001) == b"a" * 10 + b"\n"
@@ -157,7 +159,7 @@ def test_very_long_lines_are_truncated_in_windows_not_lost(store: ArtifactStore)
 def test_grep_reports_lines_offsets_and_context(store: ArtifactStore) -> None:
     data = b"alpha\nBeta one\ngamma\nbeta two\r\ndelta\n"
     art = write_artifact(store, data, chunks=[8])
-    res = store.grep(ALICE, art, "beta", ignore_case=True, context=1)
+    res = store.grep(ALICE, art, GrepQuery(pattern="beta", ignore_case=True, context=1))
     assert [m.line.number for m in res.matches] == [2, 4]
     assert [m.line.offset for m in res.matches] == [6, 21]
     assert res.matches[1].line.text == "beta two"
@@ -165,33 +167,35 @@ def test_grep_reports_lines_offsets_and_context(store: ArtifactStore) -> None:
     assert [ln.text for ln in res.matches[0].after] == ["gamma"]
     assert [ln.text for ln in res.matches[1].after] == ["delta"]
     assert res.eof and not res.truncated
-    assert store.grep(ALICE, art, "beta").matches[0].line.number == 4
+    assert store.grep(ALICE, art, GrepQuery(pattern="beta")).matches[0].line.number == 4
 
 
 def test_grep_fixed_strings_and_continuation(store: ArtifactStore) -> None:
     data = b"".join(b"a.b %d\n" % i for i in range(50)) + b"axb\n"
     art = write_artifact(store, data)
-    first = store.grep(ALICE, art, "a.b", fixed=True, max_matches=20)
+    first = store.grep(ALICE, art, GrepQuery(pattern="a.b", fixed=True, max_matches=20))
     assert len(first.matches) == 20 and first.truncated and not first.eof
-    rest = store.grep(ALICE, art, "a.b", fixed=True, max_matches=100, offset=first.next_offset)
+    rest = store.grep(
+        ALICE, art, GrepQuery(pattern="a.b", fixed=True, max_matches=100, offset=first.next_offset)
+    )
     assert [m.line.number for m in rest.matches] == list(range(21, 51))
     assert rest.eof
 
 
 def test_grep_pattern_that_blows_up_backtracking_finishes(store: ArtifactStore) -> None:
     art = write_artifact(store, b"a" * 50_000 + b"b\n")
-    res = store.grep(ALICE, art, r"(a+)+$")
+    res = store.grep(ALICE, art, GrepQuery(pattern=r"(a+)+$"))
     assert res.matches == [] and res.eof
-    res = store.grep(ALICE, art, r"(a|aa)+b")
+    res = store.grep(ALICE, art, GrepQuery(pattern=r"(a|aa)+b"))
     assert len(res.matches) == 1
 
 
 def test_invalid_regex_is_a_clear_error(store: ArtifactStore) -> None:
     art = write_artifact(store, b"x")
     with pytest.raises(InvalidArgument, match="invalid regular expression"):
-        store.grep(ALICE, art, "(unclosed")
+        store.grep(ALICE, art, GrepQuery(pattern="(unclosed"))
     with pytest.raises(InvalidArgument, match="must not be empty"):
-        store.grep(ALICE, art, "")
+        store.grep(ALICE, art, GrepQuery.model_construct(pattern=""))
 
 
 def test_cap_keeps_the_prefix_and_counts_the_rest(store: ArtifactStore) -> None:
@@ -216,7 +220,7 @@ def test_another_owners_artifact_is_indistinguishable_from_a_missing_one(
         lambda a: store.get(BOB, a),
         lambda a: store.read_bytes(BOB, a, 0, 1),
         lambda a: store.text(BOB, a),
-        lambda a: store.grep(BOB, a, "s"),
+        lambda a: store.grep(BOB, a, GrepQuery(pattern="s")),
         lambda a: store.delete(BOB, a),
     ):
         with pytest.raises(NotFound) as theirs:
@@ -245,7 +249,7 @@ def test_delete_leaves_a_tombstone_and_frees_the_bytes(store: ArtifactStore) -> 
         store.read_bytes(ALICE, art, 0, 10)
     assert exc.value.reason == "deleted"
     assert store.list(ALICE).items == []
-    assert [i.id for i in store.list(ALICE, include_gone=True).items] == [art]
+    assert [i.id for i in store.list(ALICE, ListQuery(include_gone=True)).items] == [art]
     assert list(store.blobs.list(art)) == []
     assert store.delete(ALICE, art).state == "deleted"  # idempotent
 
@@ -276,25 +280,28 @@ def test_list_filters_and_sorts(store: ArtifactStore) -> None:
     small = write_artifact(store, b"x", session_id="s1", kind="output")
     big = write_artifact(store, b"y" * 5000, session_id="s2", kind="log")
     mid = write_artifact(store, b"z" * 100, session_id="s1")
-    assert [i.id for i in store.list(ALICE, sort="size").items] == [big, mid, small]
-    assert [i.id for i in store.list(ALICE, sort="size", descending=False).items] == [
+    assert [i.id for i in store.list(ALICE, ListQuery(sort="size")).items] == [big, mid, small]
+    assert [i.id for i in store.list(ALICE, ListQuery(sort="size", order="asc")).items] == [
         small,
         mid,
         big,
     ]
-    assert {i.id for i in store.list(ALICE, session_id="s1").items} == {small, mid}
-    assert [i.id for i in store.list(ALICE, kind="log").items] == [big]
-    assert [i.id for i in store.list(ALICE, min_size=100, sort="size").items] == [big, mid]
+    assert {i.id for i in store.list(ALICE, ListQuery(session_id="s1")).items} == {small, mid}
+    assert [i.id for i in store.list(ALICE, ListQuery(kind="log")).items] == [big]
+    assert [i.id for i in store.list(ALICE, ListQuery(min_size=100, sort="size")).items] == [
+        big,
+        mid,
+    ]
     assert store.list(ALICE, with_total=True).total_bytes == 5101
-    assert [i.id for i in store.list(ALICE, state="complete", sort="size").items] == [
+    assert [i.id for i in store.list(ALICE, ListQuery(state="complete", sort="size")).items] == [
         big,
         mid,
         small,
     ]
-    with pytest.raises(InvalidArgument, match="unknown state"):
-        store.list(ALICE, state="bogus")
+    with pytest.raises(ValidationError, match="state"):
+        ListQuery(state="bogus")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match="invalid cursor"):
-        store.list(ALICE, cursor="not-a-cursor")
+        store.list(ALICE, ListQuery(cursor="not-a-cursor"))
 
 
 def test_pagination_is_stable_under_concurrent_inserts(store: ArtifactStore) -> None:
@@ -303,7 +310,7 @@ def test_pagination_is_stable_under_concurrent_inserts(store: ArtifactStore) -> 
         seen: list[str] = []
         cursor = None
         while True:
-            page = store.list(ALICE, sort=sort, limit=5, cursor=cursor)  # type: ignore[arg-type]
+            page = store.list(ALICE, ListQuery(sort=sort, limit=5, cursor=cursor))  # type: ignore[arg-type]
             seen.extend(i.id for i in page.items)
             write_artifact(store, b"new" * 7)  # lands while we page
             cursor = page.next_cursor
