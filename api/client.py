@@ -417,8 +417,8 @@ class _RemoteStream:
             error=error if state == "failed" else None,
         )
 
-    def write(self, data: bytes | memoryview) -> None:
-        self._writer.write(data)
+    def write(self, data: bytes | memoryview, newlines: int | None = None) -> None:
+        self._writer.write(data)  # the server counts what it stores
 
     def close(self, source_update: dict[str, Any]) -> tuple[ArtifactRef, str | None]:
         result = self._writer.close(source_update=source_update)

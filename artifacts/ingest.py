@@ -66,7 +66,7 @@ class Ingest(Part):
         self._sweeper = sweeper
         # Where the backend can grow a blob, a publish batch's segments share one.
         blobs = ctx.blobs
-        self._appender = blobs if isinstance(blobs, AppendableBlobStore) else None
+        self.appender = blobs if isinstance(blobs, AppendableBlobStore) else None
 
     def create(
         self,
@@ -136,6 +136,8 @@ class Ingest(Part):
             flush_interval=s.flush_interval_s,
             lease_seconds=s.lease_seconds,
             stall_s=s.storage_stall_s,
+            # Where blobs can be appended to, the producer writes straight into them.
+            placing=self.appender is not None,
         )
 
     def _insert(
@@ -230,9 +232,9 @@ class Ingest(Part):
         blob: ``append_to`` names the batch's blob once its first segment made it
         (a file per batch instead of one per segment, which the page cache takes
         markedly faster here). Elsewhere each segment is its own and it is ignored."""
-        if self._appender is not None:
+        if self.appender is not None:
             key = append_to or segment_key(artifact_id, offset, secrets.token_hex(4))
-            self._appender.append(key, offset - segment_key_base(key), data)
+            self.appender.append(key, offset - segment_key_base(key), data)
         else:
             key = segment_key(artifact_id, offset, secrets.token_hex(4))
             self.blobs.put(key, data)
@@ -330,9 +332,9 @@ class Ingest(Part):
         try:
             if unused:
                 self.blobs.delete_many(unused)
-            if cut and self._appender is not None:  # only appended blobs are shared
+            if cut and self.appender is not None:  # only appended blobs are shared
                 for key in cut:
-                    self._appender.truncate(key, ends[key])
+                    self.appender.truncate(key, ends[key])
         except StorageUnavailable:
             pass
 

@@ -7,17 +7,19 @@ blob the moment storing fails, so a full disk recovers at once.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from overspill.artifacts.errors import OverspillError
+from overspill.artifacts.content import segment_key_base
+from overspill.artifacts.errors import OverspillError, StorageUnavailable
 from overspill.artifacts.writer import StagedSegment
 
 if TYPE_CHECKING:
     from overspill.artifacts.ingest import Ingest
 
 log = logging.getLogger(__name__)
+_READ_BACK = 1024 * 1024
 
 
 class StoreTarget:
@@ -30,12 +32,36 @@ class StoreTarget:
         self._token = token
         self._start = start
         self._batch_blob: str | None = None  # the blob this publish batch appends to
+        self._back: bytearray | None = None  # read_back's buffer, made on first use
 
     def stage(self, offset: int, data: memoryview) -> str | None:
         self._batch_blob = self._store.stage_segment(
             self._id, self._start + offset, data, self._batch_blob
         )
         return self._batch_blob
+
+    def place(self, offset: int, data: memoryview, into: str | None) -> str:
+        # Only when the backend can append (the writer is built placing then).
+        key = self._store.stage_segment(self._id, self._start + offset, data, into)
+        assert key is not None
+        return key
+
+    def read_back(self, key: str, offset: int, size: int) -> Iterator[memoryview]:
+        # Into one reused buffer: a fresh 1 MiB bytes per read cost an allocation
+        # (and its page faults) per MiB captured.
+        appender = self._store.appender
+        assert appender is not None
+        if self._back is None:
+            self._back = bytearray(_READ_BACK)
+        buf = memoryview(self._back)
+        where = self._start + offset - segment_key_base(key)
+        end = where + size
+        while where < end:
+            n = appender.read_into(key, where, buf[: min(_READ_BACK, end - where)])
+            if not n:
+                raise StorageUnavailable(f"blob {key} is shorter than its placed bytes")
+            yield buf[:n]
+            where += n
 
     def publish(self, staged: Sequence[StagedSegment]) -> tuple[int, str | None]:
         # The writer publishes all it staged, so the next segment starts a new blob.

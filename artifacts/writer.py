@@ -27,7 +27,7 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
@@ -88,11 +88,32 @@ class SegmentTarget(Protocol):
         ...
 
 
+class PlacingTarget(SegmentTarget, Protocol):
+    """A target the producer writes through (a backend that can append: the local
+    filesystem). Bytes go from the producer's own buffer straight into the blob
+    that will hold them, one copy; the writer's thread reads them back from the
+    page cache to hash and index them, so the producer never waits for a hash
+    and no segment is buffered in memory."""
+
+    def place(self, offset: int, data: memoryview, into: str | None) -> str:
+        """Write ``data`` at writer ``offset`` into blob ``into`` (None: start a
+        new blob there) and return the blob's key. Raises OverspillError."""
+        ...
+
+    def read_back(self, key: str, offset: int, size: int) -> Iterator[memoryview]:
+        """The placed bytes ``[offset, offset + size)`` of blob ``key``, in pieces
+        each valid until the next is asked for."""
+        ...
+
+
 @dataclass(frozen=True)
 class _Pending:
     offset: int
-    buf: bytearray
+    buf: bytearray | None  # None: placed bytes, in blob ``key`` already
     fill: int
+    key: str | None = None
+    newlines: int = 0  # placed bytes: counted by the producer as they were placed
+    ends_with_newline: bool = False
 
 
 class ArtifactWriter:
@@ -108,9 +129,20 @@ class ArtifactWriter:
         max_buffers: int = 2,
         publish_segments: int = 8,
         stall_s: float | None = 10.0,
+        placing: bool = False,
     ) -> None:
         self.id = artifact_id
         self._target = target
+        # Placing (see PlacingTarget): ``_fill`` counts the current segment's bytes
+        # already in blob ``_seg_key``; at most ``max_buffers + 2`` placed segments
+        # wait to be indexed (page cache, not memory) before the producer waits.
+        self._placer: PlacingTarget | None = target if placing else None  # type: ignore[assignment]
+        self._seg_key: str | None = None
+        self._new_blob = True  # the next segment starts a blob (none yet, or one was published)
+        self._placing = False  # the producer is writing outside the lock
+        self._seg_newlines = 0  # in the current placed segment
+        self._seg_ends_nl = False
+        self._published_keys: set[str] = set()
         self._max_bytes = max_bytes
         self._segment_bytes = segment_bytes
         self._flush_interval = flush_interval
@@ -171,8 +203,11 @@ class ArtifactWriter:
             return True
         return self._total > self._accepted and self._accepted >= self._max_bytes
 
-    def write(self, data: bytes | bytearray | memoryview) -> None:
+    def write(self, data: bytes | bytearray | memoryview, newlines: int | None = None) -> None:
         """Append bytes. Past the cap they are counted but not stored.
+
+        ``newlines``, when the caller already counted them in ``data`` (the
+        executor does, for the model's view), saves counting them again.
 
         Raises StorageUnavailable once a segment failed to store; what was
         published before stays readable.
@@ -189,8 +224,12 @@ class ArtifactWriter:
         if n > room:
             data = memoryview(data)[:room]
             n = room
+            newlines = None
         self._accepted += n
         view = memoryview(data)
+        if self._placer is not None:
+            self._place(view, newlines)
+            return
         while view:
             piece = view[: self._segment_bytes - self._fill]
             with self._cond:
@@ -201,6 +240,48 @@ class ArtifactWriter:
                 if self._fill >= self._segment_bytes:
                     self._enqueue_buffer_locked(wait=True)
             view = view[len(piece) :]
+
+    def _place(self, view: memoryview, newlines: int | None) -> None:
+        """The placing producer: each piece goes straight into its blob; a segment
+        is cut when it reaches ``segment_bytes`` (or by the flush interval)."""
+        assert self._placer is not None
+        size = len(view)  # the caller's count holds for all of it, not a part
+        while view:
+            with self._cond:
+                if self.error or self.stopped:
+                    return
+                if not self._fill:
+                    self._buffer_since = time.monotonic()
+                    if self._new_blob:
+                        self._seg_key, self._new_blob = None, False
+                offset = self._next_offset_locked()
+                piece = view[: self._segment_bytes - self._fill]
+                into = self._seg_key
+                self._placing = True
+            try:
+                key = self._placer.place(offset, piece, into)
+            except OverspillError as exc:
+                with self._cond:
+                    self._placing = False
+                if not self.stopped:  # after a quota stop, a lost piece is no failure
+                    self._fail_and_discard(exc.message, cause=exc)
+                    raise self._error_to_raise() from None
+                return
+            whole = len(piece) == size and newlines is not None
+            counted = newlines if whole and newlines is not None else count_newlines(piece)
+            with self._cond:
+                self._placing = False
+                self._seg_key = key
+                self._seg_newlines += counted
+                self._seg_ends_nl = piece[-1] == 10
+                self._fill += len(piece)
+                if self._fill >= self._segment_bytes:
+                    self._enqueue_buffer_locked(wait=True)
+            view = view[len(piece) :]
+
+    def _next_offset_locked(self) -> int:
+        queued = sum(p.fill for p in self._pending)
+        return self._committed + self._staged_bytes + self._in_flight + queued + self._fill
 
     def _error_to_raise(self) -> OverspillError:
         """A lost race (another appender got the offset first, the lease went)
@@ -321,12 +402,22 @@ class ArtifactWriter:
         if self.error or self.stopped:
             self._fill = 0
             return
-        queued = sum(p.fill for p in self._pending)
-        offset = self._committed + self._staged_bytes + self._in_flight + queued
-        self._pending.append(_Pending(offset, self._buffer, self._fill))
+        offset = self._next_offset_locked() - self._fill
+        if self._placer is not None:
+            self._pending.append(
+                _Pending(
+                    offset, None, self._fill, self._seg_key, self._seg_newlines, self._seg_ends_nl
+                )
+            )
+            self._seg_newlines = 0
+        else:
+            self._pending.append(_Pending(offset, self._buffer, self._fill))
         self._fill = 0
         self._cond.notify_all()
         if not refill:
+            return
+        if self._placer is not None:
+            self._wait_for_index_locked(wait)
             return
         deadline = None if self._stall_s is None else time.monotonic() + self._stall_s
         while (
@@ -350,6 +441,23 @@ class ArtifactWriter:
         else:
             self._buffer = bytearray()
             self._buffers_made += 1
+
+    def _wait_for_index_locked(self, wait: bool) -> None:
+        """Placing backpressure: the producer waits while too many placed segments
+        are not yet indexed (hashed and counted), and fails the artifact, as the
+        buffered path does, if none is indexed for ``stall_s``."""
+        deadline = None if self._stall_s is None else time.monotonic() + self._stall_s
+        while (
+            wait and len(self._pending) > self._max_buffers and not self.error and not self.stopped
+        ):
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                self._fail(
+                    f"storage fell behind: no segment stored for {self._stall_s:g} s; "
+                    "stopped storing (the output shown is unaffected)"
+                )
+                return
+            self._cond.wait(remaining)
 
     # -- background publisher --------------------------------------------------------
 
@@ -391,7 +499,11 @@ class ArtifactWriter:
         deadline = time.monotonic() + min(self._flush_interval, self._renew_every)
         while not self._pending and not self._closing:
             now = time.monotonic()
-            if self._fill and now - self._buffer_since >= self._flush_interval:
+            if (
+                self._fill
+                and not self._placing
+                and now - self._buffer_since >= self._flush_interval
+            ):
                 self._enqueue_buffer_locked(wait=False)
                 break
             if self._staged and self._publish_due_locked():
@@ -409,6 +521,12 @@ class ArtifactWriter:
     def _fail_and_discard(self, message: str, *, cause: OverspillError | None = None) -> None:
         with self._cond:
             staged = list(self._staged)
+            if self._placer is not None:
+                placed = [(p.offset, p.fill, p.key) for p in self._pending]
+                if self._seg_key is not None:
+                    placed.append((0, self._fill, self._seg_key))
+                staged += [StagedSegment(o, n, k, 0, False) for o, n, k in placed if k]
+                staged = [seg for seg in staged if seg.key not in self._published_keys]
         self._fail(message, cause=cause)
         self._target.discard(staged)
 
@@ -427,7 +545,35 @@ class ArtifactWriter:
             self._staged_bytes = 0
             self._cond.notify_all()
 
+    def _index_placed(self, item: _Pending) -> StagedSegment:
+        """Hash a placed segment, reading it back from its blob (the page cache,
+        just written). sha256 releases the GIL on these chunks, so the producer
+        goes on placing meanwhile; its newlines were counted as it was placed."""
+        assert self._placer is not None and item.key is not None
+        for chunk in self._placer.read_back(item.key, item.offset, item.fill):
+            self._hasher.update(chunk)
+        return StagedSegment(
+            item.offset, item.fill, item.key, item.newlines, item.ends_with_newline
+        )
+
     def _store(self, item: _Pending) -> None:
+        if item.buf is None:
+            try:
+                placed = self._index_placed(item)
+            except OverspillError as exc:
+                self._fail_and_discard(exc.message, cause=exc)
+                return
+            except Exception as exc:  # never hang the producer
+                self._fail_and_discard(f"storage failed: {type(exc).__name__}: {exc}")
+                return
+            with self._cond:
+                self._in_flight = 0
+                if not self._staged:
+                    self._staged_since = time.monotonic()
+                self._staged.append(placed)
+                self._staged_bytes += item.fill
+                self._cond.notify_all()
+            return
         try:
             with memoryview(item.buf)[: item.fill] as data:
                 # hashlib releases the GIL on large updates, so the hash runs beside
@@ -463,7 +609,7 @@ class ArtifactWriter:
             self._fail_and_discard(f"storage failed: {type(exc).__name__}: {exc}")
             return
         with self._cond:
-            self._pool.append(item.buf)
+            self._pool.append(item.buf)  # item.buf is a segment buffer here
             self._in_flight = 0
             if staged is None:
                 self._committed += item.fill
@@ -493,6 +639,11 @@ class ArtifactWriter:
             return
         with self._cond:
             self._committed += published
+            if self._placer is not None:
+                # A blob that holds published bytes is never discarded, and the
+                # next segment starts a new one (as a stage batch does).
+                self._published_keys.update(seg.key for seg in batch)
+                self._new_blob = True
             del self._staged[: len(batch)]
             self._staged_bytes -= sum(s.size for s in batch)
             self._staged_since = time.monotonic()

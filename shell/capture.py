@@ -79,14 +79,15 @@ class OutputCollector:
         """Take one chunk. ``chunk`` may be a reused buffer: anything kept is copied."""
         if not chunk:
             return
+        newlines = count_newlines(chunk)
         with self._lock:
             if not self._overflowed and self._total + len(chunk) > self._window:
                 self._start_copies()
             self._total += len(chunk)
-            self._newlines += count_newlines(chunk)
+            self._newlines += newlines
             self._retain(chunk)
         if self._overflowed:
-            self._copy(chunk)
+            self._copy(chunk, newlines)
 
     def _retain(self, chunk: bytes | memoryview) -> None:
         if len(self._head) < self._head_cap:
@@ -117,12 +118,12 @@ class OutputCollector:
             except Exception as exc:  # a store failure never fails the command
                 self._storage_failed(exc)
 
-    def _copy(self, chunk: bytes | memoryview) -> None:
+    def _copy(self, chunk: bytes | memoryview, newlines: int) -> None:
         if self._spill is not None:
             self._spill.write(chunk)
         if self._sink is not None and self.storage_error is None:
             try:
-                self._sink.write(chunk)
+                self._sink.write(chunk, newlines)
             except Exception as exc:
                 self._storage_failed(exc)
 

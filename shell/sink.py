@@ -26,9 +26,10 @@ class SinkStream(Protocol):
         """The artifact's id (None only when it could not be created at all)."""
         ...
 
-    def write(self, data: bytes | memoryview) -> None:
+    def write(self, data: bytes | memoryview, newlines: int | None = None) -> None:
         """Append bytes (copy them if kept: ``data`` may be a reused buffer); raise
-        OverspillError (or OSError) if they cannot be stored."""
+        OverspillError (or OSError) if they cannot be stored. ``newlines`` is the
+        count in ``data`` when the caller has it (so it is not counted twice)."""
         ...
 
     def close(self, source_update: dict[str, Any]) -> tuple[ArtifactRef | None, str | None]:
@@ -86,8 +87,8 @@ class _WriterStream:
     def artifact_id(self) -> str:
         return self._writer.id
 
-    def write(self, data: bytes | memoryview) -> None:
-        self._writer.write(data)
+    def write(self, data: bytes | memoryview, newlines: int | None = None) -> None:
+        self._writer.write(data, newlines)
 
     def close(self, source_update: dict[str, Any]) -> tuple[ArtifactRef, str | None]:
         try:
@@ -186,7 +187,7 @@ class _DeferredStream:
         self._opened.wait()
         return self._real.artifact_id if self._real is not None else None
 
-    def write(self, data: bytes | memoryview) -> None:
+    def write(self, data: bytes | memoryview, newlines: int | None = None) -> None:
         with self._lock:
             while self._direct is None and self._error is None:
                 if self._spooled + len(data) <= self._owner.spool_bytes:
@@ -197,7 +198,7 @@ class _DeferredStream:
         if error is not None:
             raise StorageUnavailable(error)
         assert direct is not None
-        direct.write(data)
+        direct.write(data, newlines)
 
     def _append_spool_locked(self, data: bytes | memoryview) -> None:
         try:

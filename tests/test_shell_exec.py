@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from overspill.artifacts.errors import StorageUnavailable
-from overspill.artifacts.queries import LineQuery
+from overspill.artifacts.queries import LineQuery, ListQuery
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell import ExecRequest, Executor, ShellSettings, SpawnError, StoreSink
 from overspill.shell.sink import DeferredSink
@@ -467,3 +467,60 @@ def test_a_store_that_cannot_be_built_leaves_the_tail_and_says_why() -> None:
     assert r.stdout.artifact is None
     assert r.stdout.storage_error == "database unreachable: connection refused"
     assert "full output: (unavailable)" in r.text
+
+
+def test_a_refused_1_mib_pipe_falls_back_quietly_and_loses_nothing(
+    store: ArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Widening the pipe is an optimisation: where the system refuses it (a
+    container's pipe-max-size), capture goes on with the default pipe."""
+    import fcntl
+
+    real = fcntl.fcntl
+
+    def refuse(fd: int, cmd: int, arg: int = 0) -> int:
+        if cmd == getattr(fcntl, "F_SETPIPE_SZ", 1031):
+            raise PermissionError(1, "Operation not permitted")
+        return int(real(fd, cmd, arg))
+
+    monkeypatch.setattr(fcntl, "fcntl", refuse)
+    ex = Executor(
+        ShellSettings(grace_ms=300, max_output_bytes=1000, legacy_spill=False),
+        StoreSink(store, ALICE),
+    )
+    r = ex.run(ExecRequest(command="seq 1 300000"))
+    expected = "".join(f"{i}\n" for i in range(1, 300_001)).encode()
+    art = r.stdout.artifact
+    assert art is not None and art.state == "complete" and art.size_bytes == len(expected)
+    assert art.sha256 == hashlib.sha256(expected).hexdigest()
+
+
+def test_a_live_reader_sees_a_fast_capture_before_the_command_ends(
+    store: ArtifactStore, tmp_path: Path
+) -> None:
+    """20 MB printed at full speed, then the command waits for the reader: it ends
+    only once a reader of the store has seen every byte, so the bytes were
+    published while it ran (within the flush interval), not at the end."""
+    ex = Executor(
+        ShellSettings(grace_ms=300, max_output_bytes=1000, legacy_spill=False),
+        StoreSink(store, ALICE),
+    )
+    size = 20_000_000
+    job = ex.start(
+        ExecRequest(
+            command=f"head -c {size} /dev/zero; while [ ! -e go ]; do sleep 0.02; done; echo end",
+            workdir=str(tmp_path),
+        )
+    )
+    seen = 0
+    deadline = time.monotonic() + 60
+    while seen < size and time.monotonic() < deadline:
+        page = store.list(ALICE, ListQuery(state="writing"))
+        seen = max((i.size_bytes for i in page.items), default=0)
+        time.sleep(0.02)
+    assert seen == size, f"a reader saw {seen} of {size} bytes while the command ran"
+    assert job.running
+    (tmp_path / "go").touch()
+    result = job.wait(timeout=30)
+    assert result is not None and result.stdout.artifact is not None
+    assert result.stdout.artifact.size_bytes == size + 4

@@ -141,7 +141,7 @@ class _ListSink:
     def artifact_id(self) -> str:
         return "art_TEST"
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes, newlines: int | None = None) -> None:
         self.data += data
 
     def close(self, source_update: dict) -> tuple[ArtifactRef, str | None]:  # type: ignore[type-arg]

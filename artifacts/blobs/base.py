@@ -87,6 +87,12 @@ class AppendableBlobStore(BlobStore, Protocol):
         """Cut the object back to ``size`` bytes (segments a quota refused)."""
         ...
 
+    def read_into(self, key: str, position: int, buffer: memoryview) -> int:
+        """Fill ``buffer`` from ``position``; return the bytes read (fewer only at
+        the end). For reading back what was just appended without allocating.
+        Raises BlobNotFound or StorageUnavailable as ``read`` does."""
+        ...
+
 
 def check_key(key: str) -> str:
     if not _KEY_RE.match(key):

@@ -143,18 +143,36 @@ class LocalBlobStore:
         except OSError as exc:
             raise StorageUnavailable(f"cannot truncate blob {key}: {exc.strerror}") from None
 
-    def read(self, key: str, start: int, end: int) -> Iterator[bytes]:
-        # The file is opened on the first next(), inside the generator: opened
-        # here, a reader dropped before it started (a client that went away)
-        # leaked the descriptor, since an unstarted generator never runs finally.
+    def read_into(self, key: str, position: int, buffer: memoryview) -> int:
+        fd = self._open_for_read(key)
         try:
-            fd = self._open_file(key, os.O_RDONLY)
+            done = 0
+            while done < len(buffer):
+                n = os.preadv(fd, [buffer[done:]], position + done)
+                if not n:
+                    break
+                done += n
+            return done
+        except OSError as exc:
+            raise StorageUnavailable(f"cannot read blob {key}: {exc.strerror}") from None
+        finally:
+            os.close(fd)
+
+    def _open_for_read(self, key: str) -> int:
+        try:
+            return self._open_file(key, os.O_RDONLY)
         except FileNotFoundError:
             raise BlobNotFound(key) from None
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                 raise StorageUnavailable(f"blob {key} is behind a symlink; refused") from None
             raise StorageUnavailable(f"cannot read blob {key}: {exc.strerror}") from None
+
+    def read(self, key: str, start: int, end: int) -> Iterator[bytes]:
+        # The file is opened on the first next(), inside the generator: opened
+        # here, a reader dropped before it started (a client that went away)
+        # leaked the descriptor, since an unstarted generator never runs finally.
+        fd = self._open_for_read(key)
         try:
             pos = start
             while pos < end:
