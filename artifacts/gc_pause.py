@@ -24,4 +24,22 @@ def cyclic_gc_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
-            gc.enable()
+            _enable_without_catching_up()
+
+
+def _enable_without_catching_up() -> None:
+    """Re-enable the collector without it walking what was built while paused.
+
+    Re-enabled plainly, the next allocation ran a young-generation collection
+    over every object built meanwhile (the whole page of records): 10-40 ms per
+    10,000 grep matches, 16% of a grep where 1% of the lines match (py-spy), for
+    objects refcounting frees anyway. Freezing first moves them, in O(1), to the
+    permanent generation and unfreezing puts them in the oldest one, as if they
+    had survived. Skipped when something else has frozen objects (a pre-fork
+    server's own freeze is not ours to undo)."""
+    if gc.get_freeze_count():
+        gc.enable()
+        return
+    gc.freeze()
+    gc.enable()
+    gc.unfreeze()

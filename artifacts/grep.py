@@ -377,15 +377,15 @@ class _Scan:
         i, counted = first + 1, first + 1
         regex = g.regex
         fast, line_cap = not g.context, g.line_cap
-        while i <= last:
-            m = regex.find(chunk, i, last + 1)
-            if m is None:
-                break
+        m = regex.find(chunk, i, last + 1) if i <= last else None
+        while m is not None:
             ls = chunk.rfind(b"\n", 0, m[0]) + 1
             le = chunk.find(b"\n", m[1], last + 1)
             self.number += _newlines(chunk, counted, ls)
             counted = ls
-            found = _spans(regex, chunk, m, le)
+            # One search finds both the line's further matches and the next line's
+            # first: a separate search of the rest of the line cost a call per hit.
+            found, m = _spans(regex, chunk, m, le, last + 1)
             end = le - 1 if le > ls and chunk[le - 1] == 13 else le  # without a CR
             if fast and end - ls <= line_cap:
                 # The common case, kept off the general path (no context, a short
@@ -396,7 +396,6 @@ class _Scan:
                 resume = self._record(_Hit(self.number, pos + ls, pos + le, spans[0], spans))
             if resume is not None:
                 return resume
-            i = le + 1
         self.number += _newlines(chunk, counted, last + 1)
         self.line_start = pos + last + 1
         tail = chunk[last + 1 :]
@@ -424,16 +423,20 @@ def _newlines(data: bytes, start: int, end: int) -> int:
     return count_newlines(memoryview(data)[start:end])
 
 
-def _spans(regex: _Finder, data: bytes, first: tuple[int, int], end: int) -> list[tuple[int, int]]:
+def _spans(
+    regex: _Finder, data: bytes, first: tuple[int, int], end: int, stop: int
+) -> tuple[list[tuple[int, int]], tuple[int, int] | None]:
+    """The matches on the line that ends at ``end`` (from ``first``, at most
+    MAX_SPANS), and the first match after that line before ``stop`` (or None)."""
     spans = [first]
-    i = max(first[1], first[0] + 1)
-    while len(spans) < MAX_SPANS and i < end:
-        m = regex.find(data, i, end)
-        if m is None:
-            break
-        spans.append(m)
-        i = max(m[1], m[0] + 1)
-    return spans
+    m = regex.find(data, max(first[1], first[0] + 1), stop)
+    while m is not None and m[0] <= end:
+        if m[0] < end:  # (an empty match at the terminator is not shown)
+            if len(spans) >= MAX_SPANS:  # enough shown: on to the next line
+                return spans, regex.find(data, end + 1, stop) if end + 1 < stop else None
+            spans.append(m)
+        m = regex.find(data, max(m[1], m[0] + 1), stop)
+    return spans, m
 
 
 class _Finder:

@@ -109,3 +109,33 @@ def test_a_pattern_too_costly_to_run_is_refused(store: ArtifactStore) -> None:
     art = write_artifact(store, b"x\n")
     with pytest.raises(InvalidArgument, match="too complex"):
         store.grep(ALICE, art, GrepQuery(pattern="(.*){1000}"))
+
+
+def test_the_gc_pause_restores_the_collector_and_leaves_nothing_frozen() -> None:
+    """The pause ends with a freeze/unfreeze (so the collector does not walk the
+    records just built); it must leave the collector as it found it, and never
+    undo a freeze that someone else made."""
+    import gc
+
+    from overspill.artifacts.gc_pause import cyclic_gc_paused
+
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    with cyclic_gc_paused():
+        kept = [{"n": i} for i in range(1000)]
+        assert not gc.isenabled()
+    assert gc.isenabled() and gc.get_freeze_count() == 0 and len(kept) == 1000
+    gc.disable()
+    try:
+        with cyclic_gc_paused():
+            pass
+        assert not gc.isenabled()  # a caller's own disable stays
+    finally:
+        gc.enable()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with cyclic_gc_paused():
+            pass
+        assert gc.get_freeze_count() == frozen  # someone else's freeze stands
+    finally:
+        gc.unfreeze()
