@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import update
 
 from overspill.artifacts import audit
-from overspill.artifacts.blobs.base import AppendableBlobStore
+from overspill.artifacts.blobs.base import AppendableBlobStore, Appender
 from overspill.artifacts.catalog import Catalog, info_of
 from overspill.artifacts.content import segment_key, segment_key_base
 from overspill.artifacts.context import Part, StoreContext
@@ -239,6 +239,14 @@ class Ingest(Part):
             key = segment_key(artifact_id, offset, secrets.token_hex(4))
             self.blobs.put(key, data)
         return key
+
+    def start_blob(self, artifact_id: str, offset: int) -> tuple[str, Appender]:
+        """A new blob for bytes placed from artifact ``offset`` on (backends that
+        can append): its key and an open Appender. Like a staged segment, it is
+        part of nothing until ``publish_segments`` adds rows that use it."""
+        assert self.appender is not None
+        key = segment_key(artifact_id, offset, secrets.token_hex(4))
+        return key, self.appender.open_appender(key, create=True)
 
     def publish_segments(
         self, artifact_id: str, token: str | None, staged: Sequence[StagedSegment]

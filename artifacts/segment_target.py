@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from overspill.artifacts.blobs.base import Appender
 from overspill.artifacts.content import segment_key_base
 from overspill.artifacts.errors import OverspillError, StorageUnavailable
 from overspill.artifacts.writer import StagedSegment
@@ -33,6 +34,9 @@ class StoreTarget:
         self._start = start
         self._batch_blob: str | None = None  # the blob this publish batch appends to
         self._back: bytearray | None = None  # read_back's buffer, made on first use
+        # The blob the producer is placing into, open (only the producer's thread
+        # opens, writes and closes it).
+        self._placing: tuple[str, Appender] | None = None
 
     def stage(self, offset: int, data: memoryview) -> str | None:
         self._batch_blob = self._store.stage_segment(
@@ -42,9 +46,24 @@ class StoreTarget:
 
     def place(self, offset: int, data: memoryview, into: str | None) -> str:
         # Only when the backend can append (the writer is built placing then).
-        key = self._store.stage_segment(self._id, self._start + offset, data, into)
-        assert key is not None
+        # The blob being placed into stays open: the writer names it (``into``)
+        # for every piece until it starts a new one (None).
+        where = self._start + offset
+        if into is None or self._placing is None or self._placing[0] != into:
+            self._close_placing()
+            if into is None:
+                self._placing = self._store.start_blob(self._id, where)
+            else:
+                assert self._store.appender is not None
+                self._placing = (into, self._store.appender.open_appender(into, create=False))
+        key, appender = self._placing
+        appender.write_at(where - segment_key_base(key), data)
         return key
+
+    def _close_placing(self) -> None:
+        if self._placing is not None:
+            self._placing[1].close()
+            self._placing = None
 
     def read_back(self, key: str, offset: int, size: int) -> Iterator[memoryview]:
         # Into one reused buffer: a fresh 1 MiB bytes per read cost an allocation
@@ -90,6 +109,7 @@ class StoreTarget:
         error: str | None,
         source_update: dict[str, Any] | None,
     ) -> None:
+        self._close_placing()  # close() calls this on the producer's thread
         self._store.finish_artifact(
             self._id, self._token, state, self._start + total, sha256, error, source_update
         )

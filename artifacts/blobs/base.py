@@ -68,6 +68,19 @@ class BlobStore(Protocol):
         ...
 
 
+class Appender(Protocol):
+    """One open object being grown: a writer places many pieces through it
+    without reopening the object (and re-walking its path) for each."""
+
+    def write_at(self, position: int, data: bytes | bytearray | memoryview) -> None:
+        """Write ``data`` at ``position``. Raises StorageUnavailable."""
+        ...
+
+    def close(self) -> None:
+        """Release the object (idempotent)."""
+        ...
+
+
 @runtime_checkable
 class AppendableBlobStore(BlobStore, Protocol):
     """A backend that can also grow an object in place (the local filesystem).
@@ -81,6 +94,11 @@ class AppendableBlobStore(BlobStore, Protocol):
         Nothing already written is ever overwritten by the store: each position is
         written once, and readers only read ranges a published segment row covers.
         Raises StorageUnavailable on any failure."""
+        ...
+
+    def open_appender(self, key: str, *, create: bool) -> Appender:
+        """An Appender for ``key``, created exclusively when ``create`` (as
+        ``append`` at position 0 does). Raises StorageUnavailable."""
         ...
 
     def truncate(self, key: str, size: int) -> None:

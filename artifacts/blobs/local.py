@@ -123,18 +123,18 @@ class LocalBlobStore:
             os.close(dfd)
 
     def append(self, key: str, position: int, data: bytes | bytearray | memoryview) -> None:
+        appender = self.open_appender(key, create=position == 0)
         try:
-            fd = self._open_file(key, os.O_WRONLY, create=position == 0)
-            try:
-                view = memoryview(data)
-                while view:
-                    written = os.pwrite(fd, view[:_WRITE_CHUNK], position)
-                    position += written
-                    view = view[written:]
-            finally:
-                os.close(fd)
+            appender.write_at(position, data)
+        finally:
+            appender.close()
+
+    def open_appender(self, key: str, *, create: bool) -> _FileAppender:
+        try:
+            fd = self._open_file(key, os.O_WRONLY, create=create)
         except OSError as exc:
             raise StorageUnavailable(f"cannot write blob {key}: {exc.strerror}") from None
+        return _FileAppender(fd, key)
 
     def truncate(self, key: str, size: int) -> None:
         try:
@@ -267,3 +267,33 @@ class LocalBlobStore:
         os.close(fd)
         if not os.access(self.root, os.W_OK):
             raise StorageUnavailable(f"blob root {self.root} is not writable")
+
+
+class _FileAppender:
+    """An open blob file (reached once through directory fds, never a link): the
+    path cannot be swapped under it, and each piece costs one pwrite per 128 KiB
+    instead of a directory walk."""
+
+    def __init__(self, fd: int, key: str) -> None:
+        self._fd = fd
+        self._key = key
+
+    def write_at(self, position: int, data: bytes | bytearray | memoryview) -> None:
+        if self._fd < 0:
+            raise StorageUnavailable(f"blob {self._key} is closed")
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.pwrite(self._fd, view[:_WRITE_CHUNK], position)
+                position += written
+                view = view[written:]
+        except OSError as exc:
+            raise StorageUnavailable(f"cannot write blob {self._key}: {exc.strerror}") from None
+
+    def close(self) -> None:
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def __del__(self) -> None:  # a writer abandoned without finishing
+        self.close()
