@@ -208,6 +208,54 @@ def test_concurrent_writers_never_overshoot_the_quota(
     assert sum(r.size_bytes for r in results) == usage[ALICE.name]["bytes"]
 
 
+def test_deleting_while_a_writer_publishes_leaves_usage_exact(
+    store: ArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The delete computes what it frees from the row it locks. Here a publish is
+    started right after the delete has read the row and before it updates usage:
+    with the lock the publish waits for the delete (and then finds a tombstone);
+    without it, the publish committed in between and its bytes stayed counted."""
+    from overspill.artifacts import catalog
+    from overspill.artifacts.errors import OverspillError
+
+    w = store.open_writer(ALICE)
+    w.write(b"x" * 65536)
+    w.flush()
+    read_row, published = threading.Event(), threading.Event()
+    real = catalog.bump_usage
+
+    def bump_after_a_publish(*args: object, **kw: object) -> None:
+        if not read_row.is_set():
+            read_row.set()
+            published.wait(timeout=1.0)  # with the row locked, no publish gets through
+        real(*args, **kw)  # type: ignore[arg-type]
+
+    def publish() -> None:
+        read_row.wait(timeout=10)
+        try:
+            w.write(b"y" * 65536)
+            w.flush()
+            published.set()
+        except OverspillError:
+            pass  # the artifact was deleted first: expected
+
+    monkeypatch.setattr(catalog, "bump_usage", bump_after_a_publish)
+    publisher = threading.Thread(target=publish)
+    publisher.start()
+    store.delete(ALICE, w.id)
+    publisher.join()
+    w.close()
+    from sqlalchemy import select
+
+    from overspill.artifacts.db.models import OwnerUsage
+
+    with store._sessions() as s:  # what the quota counts, not a sum of the rows
+        counted = s.execute(
+            select(OwnerUsage.bytes_stored).where(OwnerUsage.owner == ALICE.name)
+        ).scalar_one()
+    assert counted == 0, f"{counted} bytes still counted against the quota after the delete"
+
+
 def test_the_sweeper_frees_expired_bytes_and_keeps_a_tombstone(
     store: ArtifactStore, clock: ManualClock
 ) -> None:
