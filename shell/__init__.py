@@ -9,13 +9,14 @@ from overspill.shell.executor import BackgroundJob, Executor
 from overspill.shell.process import SpawnError
 from overspill.shell.render import parse_exit_status
 from overspill.shell.results import ArtifactRef, CollectedOutput, ExecResult
-from overspill.shell.sink import OutputSink, StoreSink
+from overspill.shell.sink import DeferredSink, OutputSink, StoreSink
 from overspill.shell.spec import ExecRequest, InvalidRequest
 
 __all__ = [
     "ArtifactRef",
     "BackgroundJob",
     "CollectedOutput",
+    "DeferredSink",
     "ExecRequest",
     "ExecResult",
     "Executor",

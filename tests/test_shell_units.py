@@ -356,3 +356,51 @@ def test_parse_exit_status_edge_cases(
 ) -> None:
     st_ = parse_exit_status(text)
     assert (st_.body, st_.exit_code, st_.signal) == (body, code, sig)
+
+
+# -- settings: environment over the TOML file over the defaults ------------------------
+
+
+def test_settings_read_the_toml_file_and_the_environment_wins(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = tmp_path / "overspill.toml"
+    config.write_text(
+        'max_output_bytes = 1000\nretention_mode = "head_tail"\nlegacy_spill = false\n'
+        "grace_ms = 250\n"
+    )
+    for name in list(os.environ):
+        if name.upper().startswith("OVERSPILL_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("OVERSPILL_CONFIG", str(config))
+    monkeypatch.setenv("overspill_grace_ms", "400")  # names match in any case
+    s = ShellSettings.load()
+    assert (s.max_output_bytes, s.retention_mode, s.legacy_spill) == (1000, "head_tail", False)
+    assert s.grace_ms == 400.0 and s.timeout_ms == 120_000
+    assert s.replace(grace_ms=10).grace_ms == 10 and s.grace_ms == 400.0
+    with pytest.raises(AttributeError):
+        s.grace_ms = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("RETENTION_MODE", "middle", "Input should be 'tail' or 'head_tail'"),
+        ("LEGACY_SPILL", "maybe", "Input should be a valid boolean"),
+        ("MAX_OUTPUT_BYTES", "1.5", "Input should be a valid integer"),
+        ("SPILL_SWEEP_DAYS", "-1", "Input should be greater than or equal to 0"),
+    ],
+)
+def test_a_bad_setting_is_one_line_naming_it(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, message: str
+) -> None:
+    monkeypatch.setenv(f"OVERSPILL_{name}", value)
+    with pytest.raises(ConfigurationError) as e:
+        ShellSettings.load()
+    assert str(e.value) == f"invalid setting OVERSPILL_{name}: {message}"
+
+
+def test_a_missing_config_file_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("OVERSPILL_CONFIG", str(tmp_path / "nope.toml"))
+    with pytest.raises(ConfigurationError, match="OVERSPILL_CONFIG: no such file"):
+        ShellSettings.load()
