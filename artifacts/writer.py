@@ -114,6 +114,10 @@ class _Pending:
     key: str | None = None
     newlines: int = 0  # placed bytes: counted by the producer as they were placed
     ends_with_newline: bool = False
+    # Placed bytes the caller handed over as immutable ``bytes``: hashed from these
+    # views instead of read back from the blob (None: some piece was a buffer the
+    # caller reuses, so only the blob holds them).
+    chunks: list[memoryview] | None = None
 
 
 class ArtifactWriter:
@@ -142,6 +146,7 @@ class ArtifactWriter:
         self._placing = False  # the producer is writing outside the lock
         self._seg_newlines = 0  # in the current placed segment
         self._seg_ends_nl = False
+        self._seg_chunks: list[memoryview] | None = []
         self._published_keys: set[str] = set()
         self._max_bytes = max_bytes
         self._segment_bytes = segment_bytes
@@ -228,7 +233,7 @@ class ArtifactWriter:
         self._accepted += n
         view = memoryview(data)
         if self._placer is not None:
-            self._place(view, newlines)
+            self._place(view, newlines, isinstance(data, bytes) or _backed_by_bytes(view))
             return
         while view:
             piece = view[: self._segment_bytes - self._fill]
@@ -241,7 +246,7 @@ class ArtifactWriter:
                     self._enqueue_buffer_locked(wait=True)
             view = view[len(piece) :]
 
-    def _place(self, view: memoryview, newlines: int | None) -> None:
+    def _place(self, view: memoryview, newlines: int | None, immutable: bool) -> None:
         """The placing producer: each piece goes straight into its blob; a segment
         is cut when it reaches ``segment_bytes`` (or by the flush interval)."""
         assert self._placer is not None
@@ -252,6 +257,7 @@ class ArtifactWriter:
                     return
                 if not self._fill:
                     self._buffer_since = time.monotonic()
+                    self._seg_chunks = []
                     if self._new_blob:
                         self._seg_key, self._new_blob = None, False
                 offset = self._next_offset_locked()
@@ -274,6 +280,11 @@ class ArtifactWriter:
                 self._seg_key = key
                 self._seg_newlines += counted
                 self._seg_ends_nl = piece[-1] == 10
+                if self._seg_chunks is not None:
+                    if immutable:
+                        self._seg_chunks.append(piece)
+                    else:
+                        self._seg_chunks = None
                 self._fill += len(piece)
                 if self._fill >= self._segment_bytes:
                     self._enqueue_buffer_locked(wait=True)
@@ -406,10 +417,17 @@ class ArtifactWriter:
         if self._placer is not None:
             self._pending.append(
                 _Pending(
-                    offset, None, self._fill, self._seg_key, self._seg_newlines, self._seg_ends_nl
+                    offset,
+                    None,
+                    self._fill,
+                    self._seg_key,
+                    self._seg_newlines,
+                    self._seg_ends_nl,
+                    self._seg_chunks,
                 )
             )
             self._seg_newlines = 0
+            self._seg_chunks = []
         else:
             self._pending.append(_Pending(offset, self._buffer, self._fill))
         self._fill = 0
@@ -550,8 +568,12 @@ class ArtifactWriter:
         just written). sha256 releases the GIL on these chunks, so the producer
         goes on placing meanwhile; its newlines were counted as it was placed."""
         assert self._placer is not None and item.key is not None
-        for chunk in self._placer.read_back(item.key, item.offset, item.fill):
-            self._hasher.update(chunk)
+        if item.chunks is not None:  # immutable: hashed as handed over, no read-back
+            for piece in item.chunks:
+                self._hasher.update(piece)
+        else:
+            for chunk in self._placer.read_back(item.key, item.offset, item.fill):
+                self._hasher.update(chunk)
         return StagedSegment(
             item.offset, item.fill, item.key, item.newlines, item.ends_with_newline
         )
@@ -665,3 +687,8 @@ def _drive(ref: weakref.ref[ArtifactWriter]) -> None:
         if writer is None or not writer._step():
             return
         del writer
+
+
+def _backed_by_bytes(view: memoryview) -> bool:
+    """A view whose memory is an immutable ``bytes`` (it can be hashed later)."""
+    return isinstance(view.obj, bytes)

@@ -599,3 +599,27 @@ def test_bytes_placed_while_the_flush_interval_cuts_segments_stay_exact(
     for n in (1, 2, len(lines) // 3, len(lines) // 2, len(lines) - 1):
         win = store.lines(ALICE, writer.id, LineQuery(start=n, count=1))
         assert win.lines[0].text == lines[n - 1].decode()
+
+
+def test_a_reused_buffer_may_change_after_write_and_the_hash_still_matches(
+    store: ArtifactStore,
+) -> None:
+    """The writer keeps (to hash later) only what cannot change under it: bytes.
+    A buffer the caller reuses -- as the executor's pump does -- is read back
+    from the blob instead; mixing the two in one segment must still be exact."""
+    writer = store.open_writer(ALICE)
+    expected = bytearray()
+    buf = bytearray(10_000)
+    for i in range(300):
+        if i % 3:
+            chunk = bytes([65 + i % 26]) * 7_000
+            writer.write(chunk)
+            expected += chunk
+        else:
+            buf[:] = bytes([97 + i % 26]) * 10_000
+            writer.write(buf)
+            expected += buf
+            buf[:] = b"\0" * 10_000  # reused: what was written must not change
+    result = writer.close()
+    assert result.sha256 == hashlib.sha256(expected).hexdigest()
+    assert store.open_content(ALICE, writer.id)[1].read(0, len(expected)) == bytes(expected)
