@@ -1,23 +1,32 @@
 """Streaming writes: append any chunking, bounded memory, live visibility, a lease.
 
-The caller's thread only copies into a segment buffer. One background thread
-stores each full segment (its blob), then publishes stored segments (the rows
-that make them visible) in batches: every ``publish_segments`` segments, when
-stored data has waited ``flush_interval``, and on ``flush()``/``close()``. One
-transaction per batch instead of per segment is what keeps the database off a
-fast writer's critical path. While a segment is counted and stored, a second
-thread hashes it: the stages overlap, which is what lets a write keep pace with
-a plain file (hashing alone costs as much as the write).
+Two ways in, one pipeline after them:
 
-Memory: ``max_buffers`` segment buffers (two: one fills while the other is
-stored); a stored segment's buffer is reused at once, and a batch waiting to be
-published holds only small records. If the process dies, the lease lapses and the
+* **Buffered** (S3, the HTTP client): the caller's thread only copies into a
+  segment buffer; the background thread stores each full segment (its blob)
+  while a second thread hashes it.
+* **Placing** (a backend that can append: the local filesystem, see
+  PlacingTarget): the caller's thread writes each chunk straight into the blob
+  that will hold it, from the caller's own buffer, and counts its newlines; the
+  background thread hashes the segment -- from the caller's ``bytes`` when they
+  are immutable, else read back from the page cache -- so no segment is
+  buffered in memory and the producer never waits for a hash.
+
+Either way the background thread then publishes stored segments (the rows that
+make them visible) in batches: every ``publish_segments`` segments, when stored
+data has waited ``flush_interval``, and on ``flush()``/``close()``. One
+transaction per batch instead of per segment is what keeps the database off a
+fast writer's critical path.
+
+Memory: buffered, ``max_buffers`` segment buffers (one fills while the other is
+stored); placing, none (at most ``max_buffers + 1`` placed segments wait to be
+hashed, in the page cache). If the process dies, the lease lapses and the
 artifact becomes ``incomplete`` with every published segment readable; stored
 but unpublished blobs are orphans the reconciler reclaims.
 
-One module (about 490 lines): the producer, the storing thread and close()
-share one condition and one set of buffers, and their locking is easiest to
-check when it is all in view.
+One module (about 680 lines): the producer, the background thread and close()
+share one condition, one segment cursor and one failure path for both ways in,
+and their locking is easiest to check when it is all in view.
 """
 
 from __future__ import annotations
@@ -579,47 +588,10 @@ class ArtifactWriter:
         )
 
     def _store(self, item: _Pending) -> None:
-        if item.buf is None:
-            try:
-                placed = self._index_placed(item)
-            except OverspillError as exc:
-                self._fail_and_discard(exc.message, cause=exc)
-                return
-            except Exception as exc:  # never hang the producer
-                self._fail_and_discard(f"storage failed: {type(exc).__name__}: {exc}")
-                return
-            with self._cond:
-                self._in_flight = 0
-                if not self._staged:
-                    self._staged_since = time.monotonic()
-                self._staged.append(placed)
-                self._staged_bytes += item.fill
-                self._cond.notify_all()
-            return
+        """Store (or, for placed bytes, hash) one segment and stage it; a storage
+        failure fails the artifact, a quota stop caps it."""
         try:
-            with memoryview(item.buf)[: item.fill] as data:
-                # hashlib releases the GIL on large updates, so the hash runs beside
-                # the write and the count below. The count (which holds the GIL) comes
-                # after the write so it never delays it, and here rather than on the
-                # hash thread, which is the slower of the two. Waiting for the hash
-                # before the next segment keeps it in segment order and the buffer
-                # unshared.
-                digested = self._hash_thread.submit(self._hasher.update, data)
-                try:
-                    key = self._target.stage(item.offset, data)
-                    # Only a staged segment needs its count (an HTTP append is
-                    # counted by the server that stores it).
-                    staged = None
-                    if key is not None:
-                        staged = StagedSegment(
-                            item.offset,
-                            item.fill,
-                            key,
-                            count_newlines(data),
-                            data[item.fill - 1] == 10,
-                        )
-                finally:
-                    digested.result()
+            staged = self._index_placed(item) if item.buf is None else self._stage_buffer(item)
         except QuotaExceeded as exc:
             # Not a failure: the artifact keeps its prefix and becomes capped.
             self._publish_remaining_then_stop(exc.message)
@@ -631,7 +603,8 @@ class ArtifactWriter:
             self._fail_and_discard(f"storage failed: {type(exc).__name__}: {exc}")
             return
         with self._cond:
-            self._pool.append(item.buf)  # item.buf is a segment buffer here
+            if item.buf is not None:
+                self._pool.append(item.buf)
             self._in_flight = 0
             if staged is None:
                 self._committed += item.fill
@@ -642,6 +615,28 @@ class ArtifactWriter:
                 self._staged.append(staged)
                 self._staged_bytes += item.fill
             self._cond.notify_all()
+
+    def _stage_buffer(self, item: _Pending) -> StagedSegment | None:
+        """Store a buffered segment's bytes; None when storing already made them
+        visible (an HTTP append, counted by the server that stores it)."""
+        assert item.buf is not None
+        with memoryview(item.buf)[: item.fill] as data:
+            # hashlib releases the GIL on large updates, so the hash runs beside
+            # the write and the count below. The count (which holds the GIL) comes
+            # after the write so it never delays it, and here rather than on the
+            # hash thread, which is the slower of the two. Waiting for the hash
+            # before the next segment keeps it in segment order and the buffer
+            # unshared.
+            digested = self._hash_thread.submit(self._hasher.update, data)
+            try:
+                key = self._target.stage(item.offset, data)
+                if key is None:
+                    return None
+                return StagedSegment(
+                    item.offset, item.fill, key, count_newlines(data), data[item.fill - 1] == 10
+                )
+            finally:
+                digested.result()
 
     def _publish_remaining_then_stop(self, reason: str) -> None:
         with self._cond:
