@@ -5,7 +5,7 @@ A segment's bytes are staged into a blob first and become part of the artifact
 only when its row is published, in one transaction that checks the offset (and
 the lease), admits it against the owner's quota and counts its lines.
 
-Longer than the other parts (about 480 lines) because the upload protocol,
+Longer than the other parts (about 500 lines) because the upload protocol,
 publishing and finishing share one transaction discipline (row lock, offset and
 lease checks) that is clearest read in one place.
 """

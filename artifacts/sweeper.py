@@ -14,6 +14,9 @@ deadline on the row, so several sweepers (several API processes) never work on
 the same artifact and never block each other; a sweeper that dies mid-way loses
 its claim when the deadline passes. A reader racing a purge gets the bytes or a
 410, never wrong bytes: segments are deleted only after the row is a tombstone.
+
+About 420 lines because the passes share that claim discipline (claim, act,
+release or lose the claim at its deadline), which is easiest to check in one place.
 """
 
 from __future__ import annotations
