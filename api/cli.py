@@ -50,12 +50,6 @@ def _local_store() -> ArtifactStore:
     return ArtifactStore.open(StoreSettings.load())
 
 
-def _queries() -> Any:
-    from overspill.artifacts import queries  # pydantic: only for verbs that read
-
-    return queries
-
-
 def _query(cls: type[_Q], **fields: Any) -> _Q:
     """A store query from the verb's options; a value out of bounds is one line
     naming the option, as every other bad argument is."""
@@ -209,6 +203,8 @@ def cmd_put(args: argparse.Namespace) -> int:
 
 
 def cmd_cat(args: argparse.Namespace) -> int:
+    from overspill.artifacts.queries import LineQuery
+
     # Parse every selector before touching the store: bad input fails first.
     line_sel = _parse_lines(args.lines) if args.lines else None
     byte_sel = _parse_range(args.range) if args.range else (0, None)
@@ -220,9 +216,7 @@ def cmd_cat(args: argparse.Namespace) -> int:
         start, count = line_sel
         first = True
         while count > 0:
-            win = backend.lines(
-                args.id, _query(_queries().LineQuery, start=start, count=min(count, 10000))
-            )
+            win = backend.lines(args.id, _query(LineQuery, start=start, count=min(count, 10000)))
             if first and not win.lines:
                 raise CliError(f"{args.id} has no line {start}: it has {win.line_count} lines")
             first = False
@@ -255,10 +249,12 @@ def cmd_cat(args: argparse.Namespace) -> int:
 
 
 def cmd_ls(args: argparse.Namespace) -> int:
+    from overspill.artifacts.queries import ListQuery
+
     backend = _backend(ClientSettings.load())
     page = backend.list(
         _query(
-            _queries().ListQuery,
+            ListQuery,
             owner=args.owner,
             session_id=args.session,
             state=args.state,
@@ -343,9 +339,11 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_grep(args: argparse.Namespace) -> int:
+    from overspill.artifacts.queries import GrepQuery
+
     backend = _backend(ClientSettings.load())
     query = _query(
-        _queries().GrepQuery,
+        GrepQuery,
         pattern=args.pattern,
         ignore_case=args.ignore_case,
         fixed=args.fixed_strings,

@@ -40,7 +40,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import ROOT, median, peak_rss_mb, report
+from bench._common import ROOT, median, peak_rss_mb, report, run_child
 
 MiB = 1024 * 1024
 GENERATORS = {
@@ -122,25 +122,20 @@ class Runner:
         return {"s": s, "cpu_s": cpu}
 
     def executor(self, gen: str, size: int) -> dict[str, float]:
-        out = subprocess.run(
-            [sys.executable, __file__, "--child", gen, str(size), self.home],
-            env=self.env,
-            capture_output=True,
-            text=True,
-            check=False,
+        result: dict[str, float] = run_child(
+            Path(__file__), gen, str(size), self.home, env=self.env
         )
-        if out.returncode != 0:
-            raise SystemExit(f"executor child failed:\n{out.stderr}")
-        result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
         return result
 
     def cli(self, command: str) -> dict[str, float]:
         os.sync()
         s, cpu, text = _timed([self.exe, "run", "--json", "--", command], self.env)
-        art = json.loads(text)["stdout"]["artifact"]
+        out = json.loads(text)["stdout"]
         # Clean up so the home does not grow run after run.
-        subprocess.run([self.exe, "rm", art["id"]], env=self.env, check=True, capture_output=True)
-        spill = json.loads(text)["stdout"]["spill_path"]
+        subprocess.run(
+            [self.exe, "rm", out["artifact"]["id"]], env=self.env, check=True, capture_output=True
+        )
+        spill = out["spill_path"]
         if spill:
             os.unlink(spill)
         return {"s": s, "cpu_s": cpu}

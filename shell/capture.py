@@ -19,7 +19,7 @@ from typing import Any, Literal
 from overspill.artifacts.newlines import count_newlines
 from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
 from overspill.shell.results import ArtifactRef, CollectedOutput
-from overspill.shell.sink import SinkStream
+from overspill.shell.sink import SinkStream, failure_reason
 from overspill.shell.spill import SpillFile
 from overspill.shell.view import StreamView, stream_view
 
@@ -128,8 +128,7 @@ class OutputCollector:
                 self._storage_failed(exc)
 
     def _storage_failed(self, exc: BaseException) -> None:
-        message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-        self.storage_error = message
+        self.storage_error = failure_reason(exc)
 
     def read_from(self, offset: int) -> Delta:
         """Bytes from whole-stream ``offset``; lossy if part of it left memory."""

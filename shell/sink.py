@@ -20,6 +20,11 @@ if TYPE_CHECKING:  # imported when the first stream overflows, not before
 MiB = 1024 * 1024
 
 
+def failure_reason(exc: BaseException) -> str:
+    """The one line a storage failure is reported as (an OverspillError's message)."""
+    return getattr(exc, "message", None) or str(exc) or type(exc).__name__
+
+
 class SinkStream(Protocol):
     @property
     def artifact_id(self) -> str | None:
@@ -143,7 +148,7 @@ class DeferredSink:
         try:
             self._sink = self._build()
         except Exception as exc:  # reported by every stream; never raised at the pump
-            self._error = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+            self._error = failure_reason(exc)
         finally:
             self._built.set()
 
@@ -173,8 +178,8 @@ class _DeferredStream:
         self._lock = threading.Condition()
         self._spool = -1  # fd of an unlinked private file, made on the first spooled write
         self._spooled = 0
-        self._direct: SinkStream | None = None
         self._real: SinkStream | None = None
+        self._caught_up = False  # the spool is replayed: writes go to _real directly
         self._error: str | None = None
         self._opened = threading.Event()
         self._replayer = threading.Thread(
@@ -189,16 +194,16 @@ class _DeferredStream:
 
     def write(self, data: bytes | memoryview, newlines: int | None = None) -> None:
         with self._lock:
-            while self._direct is None and self._error is None:
+            while not self._caught_up and self._error is None:
                 if self._spooled + len(data) <= self._owner.spool_bytes:
                     self._append_spool_locked(data)
                     return
                 self._lock.wait()  # the spool is full: backpressure until replayed
-            direct, error = self._direct, self._error
+            real, error = self._real, self._error
         if error is not None:
             raise StorageUnavailable(error)
-        assert direct is not None
-        direct.write(data, newlines)
+        assert real is not None
+        real.write(data, newlines)
 
     def _append_spool_locked(self, data: bytes | memoryview) -> None:
         try:
@@ -228,7 +233,7 @@ class _DeferredStream:
             self._real = self._owner.built().open(stream=stream, source=source)
         except Exception as exc:
             with self._lock:
-                self._fail_locked(getattr(exc, "message", None) or str(exc) or type(exc).__name__)
+                self._fail_locked(failure_reason(exc))
             return
         finally:
             self._opened.set()
@@ -238,7 +243,7 @@ class _DeferredStream:
                 with self._lock:
                     end = self._spooled
                     if done == end:
-                        self._direct = self._real
+                        self._caught_up = True
                         self._lock.notify_all()
                         break
                     spool = self._spool
@@ -250,7 +255,7 @@ class _DeferredStream:
                     done += len(chunk)
         except Exception as exc:
             with self._lock:
-                self._fail_locked(getattr(exc, "message", None) or str(exc) or type(exc).__name__)
+                self._fail_locked(failure_reason(exc))
         finally:
             with self._lock:
                 spool, self._spool = self._spool, -1
