@@ -1,5 +1,11 @@
 """The FastAPI application factory. The store is handed in (or built from settings
-in the lifespan), never created at import time."""
+in the lifespan), never created at import time.
+
+Two shapes of one app: the service (``overspill serve``: the API, the web UI,
+``/docs`` and ``/mcp``, bearer tokens) and the local server (``local=True``: the
+API and ``/v1/local`` on the home's Unix socket, where the socket's owner names
+the principal; no UI, docs or MCP, so it starts in well under a second).
+"""
 
 from __future__ import annotations
 
@@ -16,57 +22,92 @@ from overspill.api import (
     routes_admin,
     routes_artifacts,
     routes_ops,
+    routes_reads,
     routes_results,
-    routes_ui,
 )
-from overspill.api.followers import DEFAULT_PER_PRINCIPAL, FollowerLimit
+from overspill.api.limits import PrincipalLimit
 from overspill.api.metrics import Metrics
-from overspill.artifacts.config import StoreSettings
+from overspill.api.settings import Settings
+from overspill.api.version import VERSION
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
 
 
+class Activity:
+    """Requests in flight and when the last one ended: the local server exits
+    after an idle period, never while it answers."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.last = time.monotonic()
+
+    def idle_for(self) -> float:
+        return 0.0 if self.in_flight else time.monotonic() - self.last
+
+
 def create_app(
     store: ArtifactStore | None = None,
-    settings: StoreSettings | None = None,
+    settings: Settings | None = None,
     *,
-    max_followers: int = DEFAULT_PER_PRINCIPAL,
+    local: bool = False,
 ) -> FastAPI:
+    settings = settings or Settings.load()
     owns_store = store is None
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if app.state.store is None:
-            app.state.store = ArtifactStore.open(settings or StoreSettings.load())
-        async with mcp.manager.run():
+            app.state.store = ArtifactStore.open(settings.store)
+        if mcp is None:
             yield
+        else:
+            async with mcp.manager.run():
+                yield
         if owns_store and app.state.store is not None:
             app.state.store.close()
 
     app = FastAPI(
         title="overspill",
-        version="0.1.0",
+        version=VERSION,
         description="Artifacts for the oversized output of agent tools. Authenticate with "
         "`Authorization: Bearer <token>`; another owner's artifact answers 404.",
         lifespan=lifespan,
         docs_url=None,  # served below from assets on disk, not a CDN
         redoc_url=None,
+        openapi_url=None if local else "/openapi.json",
     )
-    _offline_docs(app)
     app.state.store = store
+    app.state.settings = settings
+    app.state.local = local
+    app.state.local_owner = settings.client.owner
     # No redirect for a trailing slash: it was built from the Host header, so any
     # Host a client sent came back as the place to go.
     app.router.redirect_slashes = False
     app.state.metrics = Metrics()
-    app.state.followers = FollowerLimit(max_followers)
+    server = settings.server
+    app.state.followers = PrincipalLimit(server.max_followers, "followers (follow=true)")
+    app.state.expensive = PrincipalLimit(
+        server.max_expensive_reads, "expensive reads (grep, large ranges, downloads)"
+    )
+    app.state.activity = Activity()
     errors.install(app)
     app.include_router(routes_artifacts.router)
+    app.include_router(routes_reads.router)
     app.include_router(routes_results.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_ops.router)
-    app.include_router(routes_ui.make_router())
-    mcp = _mcp(app)
-    app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"]))
+    mcp = None
+    if local:
+        from overspill.api import routes_local
+
+        app.include_router(routes_local.router)
+    else:
+        from overspill.api import routes_ui
+
+        _offline_docs(app)
+        app.include_router(routes_ui.make_router())
+        mcp = _mcp(app)
+        app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"]))
 
     @app.middleware("http")
     async def _measure(
@@ -91,7 +132,29 @@ def create_app(
             m.storage_errors.inc()
         return response
 
+    app.add_middleware(_Tracked, activity=app.state.activity)  # added last: outermost
     return app
+
+
+class _Tracked:
+    """Outermost ASGI layer: counts requests in flight until their last byte is
+    sent (a streaming download or a follower counts as busy)."""
+
+    def __init__(self, app: Any, activity: Activity) -> None:
+        self._app = app
+        self._activity = activity
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        activity = self._activity
+        activity.in_flight += 1
+        try:
+            await self._app(scope, receive, send)
+        finally:
+            activity.in_flight -= 1
+            activity.last = time.monotonic()
 
 
 def _offline_docs(app: FastAPI) -> None:

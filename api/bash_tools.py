@@ -11,12 +11,12 @@ import itertools
 import threading
 from typing import Any
 
-from overspill.api.tool_args import ToolArgumentError, check_arguments
 from overspill.api.tools import ToolResult
+from overspill.api.tools.arguments import ToolArgumentError, check_arguments
 from overspill.shell import ExecRequest, ExecResult, Executor, InvalidRequest, SpawnError
-from overspill.shell.calls import call
 from overspill.shell.executor import BackgroundJob
 from overspill.shell.render import status_markers
+from overspill.shell.wording import call, tool_error
 
 BASH_DEFINITIONS: list[dict[str, Any]] = [
     {
@@ -80,7 +80,7 @@ class BashTools:
                 return self._bash(args, abort)
             return self._output(args) if name == "bash_output" else self._kill(args)
         except (ToolArgumentError, InvalidRequest, SpawnError) as exc:
-            return ToolResult(f"Error: {exc}", True)
+            return ToolResult(tool_error(str(exc)), True)
 
     def _bash(self, a: dict[str, Any], abort: threading.Event | None) -> ToolResult:
         request = ExecRequest(

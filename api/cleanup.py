@@ -16,9 +16,10 @@ from overspill.shell.spill import sweep_old_spill_files
 log = logging.getLogger(__name__)
 
 
-def run_cleanup(store: ArtifactStore, *, dry_run: bool = False) -> SweepReport:
+def run_cleanup(
+    store: ArtifactStore, shell: ShellSettings, *, dry_run: bool = False
+) -> SweepReport:
     report = store.sweeper.run(dry_run=dry_run)
-    shell = ShellSettings.load()
     if shell.legacy_spill and not dry_run:
         report.legacy_spill_files = sweep_old_spill_files(shell.spill_sweep_days)
     return report
@@ -27,8 +28,9 @@ def run_cleanup(store: ArtifactStore, *, dry_run: bool = False) -> SweepReport:
 class PeriodicSweeper:
     """Runs a cleanup pass every ``interval_s`` in a daemon thread until stopped."""
 
-    def __init__(self, store: ArtifactStore, interval_s: float) -> None:
+    def __init__(self, store: ArtifactStore, shell: ShellSettings, interval_s: float) -> None:
         self._store = store
+        self._shell = shell
         self._interval = interval_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="sweeper", daemon=True)
@@ -43,7 +45,7 @@ class PeriodicSweeper:
     def _loop(self) -> None:
         while not self._stop.wait(self._interval):
             try:
-                r = run_cleanup(self._store)
+                r = run_cleanup(self._store, self._shell)
                 if r.expired or r.purged or r.orphan_blobs or r.errors:
                     log.info(
                         "sweep: expired %d, purged %d, freed %d bytes, errors %s",

@@ -1,5 +1,7 @@
 """FastAPI dependencies: the store (built by the app factory, never at import) and
-the acting principal from the bearer token."""
+the acting principal: from the bearer token, or, on the local server's socket
+(where whoever connects is the home's owner), from the principal the request
+names."""
 
 from __future__ import annotations
 
@@ -7,11 +9,15 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Query, Request
 
-from overspill.artifacts.records import Principal
+from overspill.api.local import PRINCIPAL_HEADER, ROLE_HEADER
+from overspill.artifacts.errors import InvalidArgument
+from overspill.artifacts.records import ROLES, Principal
 from overspill.artifacts.store import ArtifactStore
 
 
-def get_store(request: Request) -> ArtifactStore:
+async def get_store(request: Request) -> ArtifactStore:
+    # async: resolved on the event loop, so /readyz never waits for a worker
+    # thread just to be handed the store.
     store: ArtifactStore = request.app.state.store
     return store
 
@@ -27,7 +33,21 @@ def bearer_secret(request: Request) -> str:
     return secret.strip()
 
 
+def _socket_principal(request: Request) -> Principal:
+    name = request.headers.get(PRINCIPAL_HEADER) or request.app.state.local_owner
+    role = request.headers.get(ROLE_HEADER, "admin")
+    if role not in ROLES:
+        raise InvalidArgument(f"{ROLE_HEADER}: one of {', '.join(ROLES)}, not {role[:20]!r}")
+    if not 0 < len(name) <= 200 or any(c.isspace() or c == "\x00" for c in name):
+        raise InvalidArgument(f"{PRINCIPAL_HEADER}: 1-200 characters without spaces")
+    return Principal(name=name, role=role)  # type: ignore[arg-type]
+
+
 def get_principal(request: Request, store: StoreDep) -> Principal:
+    if request.app.state.local:
+        trusted = _socket_principal(request)
+        request.state.principal = trusted
+        return trusted
     principal = store.tokens.authenticate(bearer_secret(request))
     if principal is None:
         raise HTTPException(

@@ -1,7 +1,10 @@
 """One JSON error shape for every failure, and the one place errors map to statuses.
 
-``{"error": {"code": "...", "message": "...", ...extra}}``. Bad input is always a
-4xx naming the problem; storage trouble is a 503; nothing a client sends yields 500.
+``{"error": {"code": "...", "message": "...", ...extra}}``. Each store error
+class carries its own status and code (``artifacts.errors``), so this module
+only renders them. Bad input is always a 400 naming the problem, whichever layer
+caught it (a query or body the models refuse is the same 400 as a value the
+store refuses); storage trouble is a 503; nothing a client sends yields 500.
 """
 
 from __future__ import annotations
@@ -16,37 +19,17 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from overspill.artifacts.errors import (
-    ConfigurationError,
-    Conflict,
-    Gone,
+    BY_CODE,
     InvalidArgument,
-    InvalidRange,
+    MethodNotAllowed,
     NotFound,
-    OffsetConflict,
     OverspillError,
     PermissionDenied,
-    QuotaExceeded,
-    StorageUnavailable,
     TooManyRequests,
+    Unauthorized,
 )
 
 log = logging.getLogger(__name__)
-
-STATUS: list[tuple[type[OverspillError], int]] = [
-    (OffsetConflict, 409),
-    (Conflict, 409),
-    (InvalidRange, 400),
-    (InvalidArgument, 400),
-    (NotFound, 404),
-    (Gone, 410),
-    # 403, not 413: the request may be one byte; it is the owner's quota that is
-    # spent. The body's code (quota_exceeded) tells it from a role refusal.
-    (QuotaExceeded, 403),
-    (PermissionDenied, 403),
-    (StorageUnavailable, 503),
-    (TooManyRequests, 429),
-    (ConfigurationError, 503),
-]
 
 
 class ErrorDetail(BaseModel):
@@ -65,50 +48,57 @@ def error_response(
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def status_for(exc: OverspillError) -> int:
-    for cls, status in STATUS:
-        if isinstance(exc, cls):
-            return status
-    return 400
+def render(exc: OverspillError, headers: dict[str, str] | None = None) -> JSONResponse:
+    """The response for a store error: its own status, code and extra fields."""
+    headers = dict(headers or {})
+    if isinstance(exc, TooManyRequests):
+        headers.setdefault("Retry-After", str(exc.retry_after_s))
+    if isinstance(exc, Unauthorized):
+        headers.setdefault("WWW-Authenticate", "Bearer")
+    return error_response(exc.status, exc.code, exc.message, headers, **exc.wire_extra())
 
 
-def _extra(exc: OverspillError) -> dict[str, Any]:
-    if isinstance(exc, OffsetConflict):
-        return {"current_size": exc.current_size}
-    if isinstance(exc, Gone):
-        return {"reason": exc.reason, "since": exc.since.isoformat() if exc.since else None}
-    return {}
+def validation_message(errors: list[Any]) -> str:
+    """``where: what`` of the first problem pydantic found (one line)."""
+    first = errors[0] if errors else {"loc": [], "msg": "invalid request"}
+    where = ".".join(str(p) for p in first.get("loc", []) if p not in ("body", "query")) or (
+        "request"
+    )
+    return f"{where}: {first.get('msg')}"
+
+
+# Starlette's own refusals (no route, wrong method, a dependency's refusal) as
+# the store error of the same meaning, so a client gets one of our codes.
+_HTTP: dict[int, type[OverspillError]] = {
+    400: InvalidArgument,
+    401: Unauthorized,
+    403: PermissionDenied,
+    404: NotFound,
+    405: MethodNotAllowed,
+}
 
 
 def install(app: FastAPI) -> None:
     @app.exception_handler(OverspillError)
     async def _overspill(_: Request, exc: OverspillError) -> JSONResponse:
-        return error_response(status_for(exc), exc.code, exc.message, **_extra(exc))
+        return render(exc)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {"loc": [], "msg": "invalid request"}
-        where = ".".join(str(p) for p in first.get("loc", []) if p not in ("body",)) or "request"
+        problems = list(exc.errors())
         return error_response(
-            422,
-            "invalid_request",
-            f"{where}: {first.get('msg')}",
-            details=[
-                {"loc": list(e.get("loc", [])), "msg": e.get("msg")} for e in exc.errors()[:10]
-            ],
+            InvalidArgument.status,
+            InvalidArgument.code,
+            validation_message(problems),
+            details=[{"loc": list(e.get("loc", [])), "msg": e.get("msg")} for e in problems[:10]],
         )
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {
-            401: "unauthorized",
-            403: "forbidden",
-            404: "not_found",
-            405: "method_not_allowed",
-        }.get(exc.status_code, "http_error")
-        return error_response(
-            exc.status_code, code, str(exc.detail), headers=dict(exc.headers or {})
-        )
+        cls = _HTTP.get(exc.status_code)
+        if cls is None:
+            return error_response(exc.status_code, "http_error", str(exc.detail))
+        return render(cls(str(exc.detail)), dict(exc.headers or {}))
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
@@ -120,6 +110,7 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
     400: {"model": ErrorBody, "description": "Bad input (the message names the problem)"},
     401: {"model": ErrorBody, "description": "Missing or invalid bearer token"},
     404: {"model": ErrorBody, "description": "No such artifact for this principal"},
-    422: {"model": ErrorBody, "description": "Malformed request parameters or body"},
     503: {"model": ErrorBody, "description": "Database or blob store unavailable"},
 }
+
+__all__ = ["BY_CODE", "RESPONSES", "ErrorBody", "error_response", "install", "render"]

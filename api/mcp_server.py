@@ -26,8 +26,9 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 
-from overspill.api.tool_args import ToolArgumentError, parse_id
 from overspill.api.tools import MAX_CHARS, ArtifactTools, ToolResult
+from overspill.api.tools.arguments import ToolArgumentError, parse_id
+from overspill.shell.wording import tool_error
 
 # Clients that spill large tool results to files of their own read this hint; an
 # answer here is already bounded and says how to continue, so it must reach the
@@ -77,7 +78,7 @@ def build_server(
             try:
                 tools = tools_for(ctx)
             except PermissionError as exc:
-                result = ToolResult(f"Error: {exc}", True)
+                result = ToolResult(tool_error(str(exc)), True)
             else:
                 result = await anyio.to_thread.run_sync(tools.handle, tool, args)
         return types.CallToolResult(
@@ -106,7 +107,7 @@ def build_server(
         try:
             art = parse_id(uri)
         except ToolArgumentError as exc:
-            text = f"Error: {exc}"
+            text = tool_error(str(exc))
         else:
             tools = tools_for(ctx)
             text = (await anyio.to_thread.run_sync(tools.handle, "artifact_read", {"id": art})).text
@@ -199,29 +200,33 @@ class McpHttp:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
+        if scope["method"] == "GET":
+            # Stateless: no server-initiated stream to open (the transport allows
+            # 405 here), and an unbounded event stream per GET held a
+            # descriptor each for ever.
+            await _error(send, 405, "method_not_allowed", "GET /mcp opens no stream here: POST")
+            return
         headers = dict(scope.get("headers") or [])
         scheme, _, secret = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
         principal = None
         if scheme.lower() == "bearer" and secret.strip():
             principal = await anyio.to_thread.run_sync(self._authenticate, secret.strip())
         if principal is None:
-            await _unauthorized(send)
+            await _error(send, 401, "unauthorized", "a valid bearer token is required")
             return
         scope.setdefault("state", {})[PRINCIPAL_KEY] = principal
         await self.manager.handle_request(scope, receive, send)
 
 
-async def _unauthorized(send: Any) -> None:
-    body = b'{"error":"unauthorized","message":"a valid bearer token is required"}'
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"www-authenticate", b"Bearer"),
-                (b"content-length", str(len(body)).encode()),
-            ],
-        }
-    )
+async def _error(send: Any, status: int, code: str, message: str) -> None:
+    """The same error body as every /v1 route's."""
+    import json
+
+    body = json.dumps({"error": {"code": code, "message": message}}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if status == 401:
+        headers.append((b"www-authenticate", b"Bearer"))
+    if status == 405:
+        headers.append((b"allow", b"POST, DELETE"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})

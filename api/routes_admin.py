@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from overspill.api.cleanup import run_cleanup
@@ -159,10 +159,12 @@ def preview_policy(body: PreviewRequest, store: StoreDep, admin: AdminDep) -> Pr
 
 
 @router.post("/cleanup", response_model=SweepReport)
-def cleanup(body: CleanupRequest, store: StoreDep, admin: AdminDep) -> SweepReport:
+def cleanup(
+    body: CleanupRequest, request: Request, store: StoreDep, admin: AdminDep
+) -> SweepReport:
     """Run the sweeper once (dry run by default) and report what was (or would be)
     deleted, the bytes freed and any errors."""
-    return run_cleanup(store, dry_run=body.dry_run)
+    return run_cleanup(store, request.app.state.settings.shell, dry_run=body.dry_run)
 
 
 @router.get("/audit", response_model=list[AuditEntry])

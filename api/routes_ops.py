@@ -1,7 +1,16 @@
 """Liveness, readiness and metrics (unauthenticated, revealing nothing stored), and
-``/v1/whoami`` for a token's holder."""
+``/v1/whoami`` for a token's holder.
+
+Neither check waits behind the worker pool: ``/healthz`` answers on the event
+loop, and ``/readyz`` checks the stores on a thread of its own with a deadline,
+so a server whose workers are all busy (or whose database is locked) still
+says so at once instead of hanging the load balancer's probe.
+"""
 
 from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
@@ -12,19 +21,25 @@ from overspill.artifacts.errors import StorageUnavailable
 from overspill.artifacts.records import Principal
 
 router = APIRouter(tags=["operations"])
+_CHECKS = ThreadPoolExecutor(2, thread_name_prefix="readyz")
+READY_DEADLINE_S = 3.0
 
 
 @router.get("/healthz")
-def healthz() -> dict[str, str]:
+async def healthz() -> dict[str, str]:
     """The process is up."""
     return {"status": "ok"}
 
 
 @router.get("/readyz", responses={503: {"description": "Database or blob store unreachable"}})
-def readyz(store: StoreDep) -> Response:
-    """Ready when the database and the blob store both answer."""
+async def readyz(store: StoreDep) -> Response:
+    """Ready when the database and the blob store both answer (within 3 s)."""
+    loop = asyncio.get_running_loop()
     try:
-        store.check()
+        await asyncio.wait_for(loop.run_in_executor(_CHECKS, store.check), READY_DEADLINE_S)
+    except TimeoutError:
+        reason = f"the database or blob store did not answer within {READY_DEADLINE_S:g} s"
+        return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
     except StorageUnavailable as exc:
         return JSONResponse({"status": "unavailable", "reason": exc.message}, status_code=503)
     return JSONResponse({"status": "ready"})

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from overspill.artifacts.errors import InvalidArgument, OverspillError
 from overspill.artifacts.records import ArtifactInfo
 from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
-from overspill.shell.calls import call
+from overspill.shell.wording import call
 
 DEFAULT_BUDGET = 50_000
 MIN_BUDGET = 2_000

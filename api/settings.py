@@ -1,26 +1,105 @@
-"""Settings for the outside surfaces, read once where a command or server starts."""
+"""Every setting, read once where a process starts, and handed down from there.
+
+``Settings.load()`` reads the four sections (the store, the executor, the
+client, the server) from ``OVERSPILL_*`` variables over the TOML file named by
+``OVERSPILL_CONFIG`` over the defaults, validates each value (a bad one is one
+line naming the variable), and notes every name that is no setting, in the
+environment or the file, with the closest real one. ``main``, ``serve`` and
+``create_app`` call it; nothing below them reads the environment again.
+
+Standard library only: a CLI verb loads it before it knows whether it will
+need the store.
+"""
 
 from __future__ import annotations
 
-import getpass
+import os
+from typing import NamedTuple
 
-from overspill.artifacts.settings_base import SettingsBase, setting
+from overspill.artifacts.config import StoreSettings
+from overspill.artifacts.settings_base import (
+    PREFIX,
+    SettingsBase,
+    env_names,
+    file_values,
+    setting,
+)
+from overspill.shell.config import ShellSettings
 
 
 def _default_owner() -> str:
+    """``user:<login>``: the login variables as getpass reads them, then the
+    password database (getpass itself imports termios for every verb)."""
+    for name in ("LOGNAME", "USER", "LNAME", "USERNAME"):
+        if login := os.environ.get(name):
+            return f"user:{login}"
     try:
-        return f"user:{getpass.getuser()}"
-    except (KeyError, OSError):
+        import pwd
+
+        return f"user:{pwd.getpwuid(os.getuid()).pw_name}"
+    except (KeyError, ImportError):
         return "user:local"
 
 
 class ClientSettings(SettingsBase):
+    # A server to use instead of this machine's store, and the token for it.
     url: str | None = None
     token: str | None = None
     owner: str = setting(default_factory=_default_owner)
     session_id: str | None = None
+    # In the embedded default every verb talks to a local server on a Unix socket
+    # in the home, started on demand; off keeps everything in the verb's process.
+    local_server: bool = True
 
 
 class ServerSettings(SettingsBase):
-    # Seconds between cleanup passes of `overspill serve` (0 turns it off).
+    # Seconds between cleanup passes of a server (0 turns it off).
     sweep_interval_s: float = setting(300, ge=0)
+    # The local server exits after this long without a request.
+    local_server_idle_s: float = setting(900, gt=0)
+    # Per principal: concurrent expensive reads (grep, large ranges, downloads)
+    # and followers (follow=true); past either, 429 with Retry-After.
+    max_expensive_reads: int = setting(4, gt=0)
+    max_followers: int = setting(32, gt=0)
+
+
+# The one variable that is no section's field: it names the TOML file itself.
+_OWN_NAMES = {"config"}
+
+
+class Settings(NamedTuple):
+    """The whole configuration of one process."""
+
+    store: StoreSettings
+    shell: ShellSettings
+    client: ClientSettings
+    server: ServerSettings
+    warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def load(cls) -> Settings:
+        """Read and check every section; unknown and renamed names become warnings."""
+        sections = (StoreSettings, ShellSettings, ClientSettings, ServerSettings)
+        SettingsBase._deprecated.clear()
+        store, shell = StoreSettings.load(), ShellSettings.load()
+        client, server = ClientSettings.load(), ServerSettings.load()
+        known = {name for s in sections for name in s.field_names()} | _OWN_NAMES
+        notes = [f"{note} (the old name still works for now)" for note in SettingsBase._deprecated]
+        for name in env_names():
+            if name not in known:
+                close = _closest(name, known)
+                hint = f"; did you mean {PREFIX}{close.upper()}?" if close else ""
+                notes.append(f"{PREFIX}{name.upper()} is not a setting{hint}")
+        for name in sorted(file_values()):
+            if name not in known:
+                close = _closest(name, known)
+                hint = f"; did you mean {close}?" if close else ""
+                notes.append(f"{name} in the OVERSPILL_CONFIG file is not a setting{hint}")
+        return cls(store, shell, client, server, tuple(notes))
+
+
+def _closest(name: str, known: set[str]) -> str | None:
+    import difflib  # only when a name is wrong
+
+    close = difflib.get_close_matches(name, sorted(known), n=1)
+    return close[0] if close else None

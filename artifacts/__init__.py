@@ -24,7 +24,8 @@ if TYPE_CHECKING:
         QuotaExceeded,
         StorageUnavailable,
     )
-    from overspill.artifacts.records import ArtifactInfo, Principal, WriteResult
+    from overspill.artifacts.records import ArtifactInfo, Principal
+    from overspill.artifacts.segments import WriteResult
     from overspill.artifacts.store import ArtifactStore
     from overspill.artifacts.writer import ArtifactWriter
 
@@ -37,7 +38,7 @@ _LAZY = {
     "StoreSettings": "overspill.artifacts.config",
     "ArtifactInfo": "overspill.artifacts.records",
     "Principal": "overspill.artifacts.records",
-    "WriteResult": "overspill.artifacts.records",
+    "WriteResult": "overspill.artifacts.segments",
     **{
         name: "overspill.artifacts.errors"
         for name in (

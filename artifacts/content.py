@@ -7,39 +7,18 @@ even while the writer keeps appending, and no read needs the whole artifact.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from sqlalchemy import select
 
 from overspill.artifacts.blobs.base import BlobNotFound, BlobStore
+from overspill.artifacts.blobs.keys import segment_key_base
 from overspill.artifacts.db.models import Segment
 from overspill.artifacts.db.unit import Database
 from overspill.artifacts.errors import InvalidRange
 
 _BATCH = 256
-
-
-def segment_key(artifact_id: str, offset: int, nonce: str) -> str:
-    """A blob's key; ``offset`` is the artifact offset of the blob's first byte."""
-    return f"{artifact_id}/{offset:016d}_{nonce}"
-
-
-# The only blob keys the store ever writes. The reconciler touches nothing else:
-# a README, a backup or another tool's objects under the same root or prefix are
-# not ours to delete, whatever their age.
-_SEGMENT_KEY = re.compile(r"art_[0-9A-HJKMNP-TV-Z]{26}/[0-9]{16}_[0-9a-f]{1,32}\Z")
-
-
-def is_segment_key(key: str) -> bool:
-    return _SEGMENT_KEY.match(key) is not None
-
-
-def segment_key_base(key: str) -> int:
-    """The artifact offset where the blob ``key`` starts: a segment at artifact
-    offset ``o`` sits at ``o - base`` in its blob (0 unless segments share a blob)."""
-    return int(key.rsplit("/", 1)[1].split("_", 1)[0])
 
 
 @dataclass(frozen=True)

@@ -1,34 +1,53 @@
 """The reasons an artifact operation fails, one class per thing a caller can act on.
 
-The HTTP layer maps these to status codes in one place and the CLI maps them to a
-single stderr line in one place; nothing below them should leak a vendor exception.
+Each class carries its HTTP status and its wire code, so the server's error map
+(``api/errors.py``) and the client's (``api/wire.py``) are both derived from
+this one module instead of two tables kept in step by hand: a class added here
+is a status on the server and the same class again at every client.
+
+Standard library only: the CLI's client raises these without loading the store.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 
 class OverspillError(Exception):
     """Base of every error the store raises on purpose."""
 
-    code = "error"
+    code: ClassVar[str] = "error"
+    status: ClassVar[int] = 500
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+    def wire_extra(self) -> dict[str, Any]:
+        """Fields the error body carries besides code and message."""
+        return {}
+
+    @classmethod
+    def from_wire(cls, message: str, body: dict[str, Any]) -> OverspillError:
+        """Rebuild the error from its wire body (the inverse of ``wire_extra``)."""
+        return cls(message)
 
 
 class ConfigurationError(OverspillError):
     """A setting is missing, malformed or names something that does not exist."""
 
     code = "configuration_error"
+    status = 503
 
 
 class InvalidArgument(OverspillError):
     """A request value is malformed or out of range (bad id, bad regex, bad window)."""
 
     code = "invalid_argument"
+    status = 400
 
 
 class InvalidRange(InvalidArgument):
@@ -37,27 +56,65 @@ class InvalidRange(InvalidArgument):
     code = "invalid_range"
 
 
+class RangeNotSatisfiable(InvalidRange):
+    """An HTTP Range header names no byte that is stored."""
+
+    code = "range_not_satisfiable"
+    status = 416
+
+
+class Unauthorized(OverspillError):
+    """No bearer token, or one that is unknown, expired or revoked."""
+
+    code = "unauthorized"
+    status = 401
+
+
 class NotFound(OverspillError):
     """No such artifact for this principal (another owner's looks exactly like this)."""
 
     code = "not_found"
+    status = 404
+
+
+class MethodNotAllowed(OverspillError):
+    """The path exists but not with this HTTP method."""
+
+    code = "method_not_allowed"
+    status = 405
 
 
 class Gone(OverspillError):
     """The artifact existed but its bytes were removed (expired or deleted)."""
 
     code = "gone"
+    status = 410
 
     def __init__(self, message: str, *, reason: str, since: datetime | None) -> None:
         super().__init__(message)
         self.reason = reason
         self.since = since
 
+    def wire_extra(self) -> dict[str, Any]:
+        return {"reason": self.reason, "since": self.since.isoformat() if self.since else None}
+
+    @classmethod
+    def from_wire(cls, message: str, body: dict[str, Any]) -> OverspillError:
+        from datetime import datetime
+
+        since = body.get("since")
+        try:
+            when = datetime.fromisoformat(since) if isinstance(since, str) else None
+        except ValueError:
+            when = None
+        return cls(message, reason=str(body.get("reason") or "gone"), since=when)
+
 
 class Conflict(OverspillError):
     """The artifact is not in a state that allows this (appending to a finished one)."""
 
     code = "conflict"
+    status = 409
 
 
 class OffsetConflict(Conflict):
@@ -69,26 +126,96 @@ class OffsetConflict(Conflict):
         super().__init__(message)
         self.current_size = current_size
 
+    def wire_extra(self) -> dict[str, Any]:
+        return {"current_size": self.current_size}
+
+    @classmethod
+    def from_wire(cls, message: str, body: dict[str, Any]) -> OverspillError:
+        size = body.get("current_size")
+        return cls(message, current_size=size if isinstance(size, int) else 0)
+
 
 class QuotaExceeded(OverspillError):
     """Storing this would take an owner past its byte quota."""
 
     code = "quota_exceeded"
+    # 403, not 413: the request may be one byte; it is the owner's quota that is
+    # spent. The body's code tells it from a role refusal.
+    status = 403
 
 
 class PermissionDenied(OverspillError):
     """The principal is known but its role does not allow this operation."""
 
     code = "permission_denied"
+    status = 403
 
 
 class StorageUnavailable(OverspillError):
     """The blob store or the database could not be reached or refused the operation."""
 
     code = "storage_unavailable"
+    status = 503
 
 
 class TooManyRequests(OverspillError):
     """The principal already holds as many of these long requests as allowed."""
 
     code = "too_many_requests"
+    status = 429
+
+    def __init__(self, message: str, *, retry_after_s: int = 1) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+    def wire_extra(self) -> dict[str, Any]:
+        return {"retry_after_s": self.retry_after_s}
+
+    @classmethod
+    def from_wire(cls, message: str, body: dict[str, Any]) -> OverspillError:
+        after = body.get("retry_after_s")
+        return cls(message, retry_after_s=after if isinstance(after, int) else 1)
+
+
+def _all(cls: type[OverspillError]) -> list[type[OverspillError]]:
+    found = [cls]
+    for sub in cls.__subclasses__():
+        found += _all(sub)
+    return found
+
+
+BY_CODE: dict[str, type[OverspillError]] = {
+    **{c.code: c for c in _all(OverspillError)},
+    # Codes older servers sent for the same things.
+    "invalid_request": InvalidArgument,
+    "forbidden": PermissionDenied,
+}
+"""Every wire code and the class it stands for (the client's whole map)."""
+
+_BY_STATUS: dict[int, type[OverspillError]] = {
+    c.status: c
+    for c in (
+        InvalidArgument,
+        Unauthorized,
+        PermissionDenied,
+        NotFound,
+        MethodNotAllowed,
+        Gone,
+        Conflict,
+        RangeNotSatisfiable,
+        TooManyRequests,
+        StorageUnavailable,
+    )
+}
+
+
+def error_from_wire(status: int, body: object) -> OverspillError:
+    """The error an HTTP error response stands for: its code's class when the
+    body is ours, else a StorageUnavailable that says what came back."""
+    err = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(err, dict) or not isinstance(err.get("message"), str):
+        return StorageUnavailable(f"HTTP {status} from the server without an overspill error body")
+    cls = BY_CODE.get(str(err.get("code")))
+    if cls is None:  # a code of a newer server: keep its status's meaning
+        cls = _BY_STATUS.get(status, OverspillError)
+    return cls.from_wire(err["message"], err)

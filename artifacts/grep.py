@@ -111,20 +111,20 @@ class _Grep:
 
     # -- lines around a match, read back by offset (bounded, only on hits) ------------
 
-    def line_at(
-        self, number: int, start: int, end: int, first: tuple[int, int] | None
-    ) -> dict[str, Any]:
-        return self._line(number, start, end, first)[0]
+    def line_at(self, number: int, start: int, terminator: int) -> dict[str, Any]:
+        return self._line(number, start, terminator, None)[0]
 
     def _line(
-        self, number: int, start: int, end: int, first: tuple[int, int] | None
+        self, number: int, start: int, terminator: int, first: tuple[int, int] | None
     ) -> tuple[dict[str, Any], bytes, int]:
-        """Line ``number`` at [start, end): whole if short, else a window of
-        ``line_cap`` bytes around ``first`` (or its start). Also the raw bytes
-        shown and the offset they start at."""
+        """Line ``number`` from ``start`` to its ``terminator``, shown without a
+        CR of CRLF: whole if short, else a window of ``line_cap`` bytes around
+        ``first`` (or its start). Also the raw bytes shown and their offset."""
+        end = _trim_cr(self, start, terminator)
         if end - start <= self.line_cap:
             data = self.read(start, end)
-            return {"number": number, "offset": start, "text": _decode(data)}, data, start
+            text = _decode(data)
+            return {"number": number, "offset": start, "text": text, "end": terminator}, data, start
         lo = start if first is None else max(start, first[0] - self.line_cap // 4)
         hi = min(end, lo + self.line_cap)
         data = self.read(lo, hi)
@@ -134,6 +134,7 @@ class _Grep:
             "text": _decode(data),
             "truncated": True,
             "window_offset": lo,
+            "end": terminator,
         }
         return line, data, lo
 
@@ -180,7 +181,7 @@ class _Grep:
             bounds = self._line_bounds_before(start)
             if bounds is None:
                 break
-            lines.appendleft(self.line_at(hit.number - k, bounds[0], _trim_cr(self, *bounds), None))
+            lines.appendleft(self.line_at(hit.number - k, bounds[0], bounds[1]))
             start = bounds[0]
         return list(lines)
 
@@ -193,15 +194,13 @@ class _Grep:
             if pos >= size:
                 break
             end = self._line_end(pos)
-            lines.append(self.line_at(hit.number + k, pos, _trim_cr(self, pos, end), None))
+            lines.append(self.line_at(hit.number + k, pos, end))
             pos = end + 1
         return lines, min(pos, size)
 
     def record(self, hit: _Hit) -> int | None:
         """Add the hit; None when it does not fit the answer (resume at its line)."""
-        line, raw, base = self._line(
-            hit.number, hit.start, _trim_cr(self, hit.start, hit.end), hit.first
-        )
+        line, raw, base = self._line(hit.number, hit.start, hit.end, hit.first)
         cost = len(raw) * (1 + 2 * self.context)
         if self.matches and self.used + cost > self.max_bytes:
             return None
@@ -349,7 +348,12 @@ class _Scan:
         spans = [(a - ls, b - ls) for a, b in found if b <= end]
         if not raw.isascii():
             spans = [(_chars(raw, a), _chars(raw, b)) for a, b in spans]
-        line = {"number": self.number, "offset": pos + ls, "text": raw.decode("utf-8", "replace")}
+        line = {
+            "number": self.number,
+            "offset": pos + ls,
+            "text": raw.decode("utf-8", "replace"),
+            "end": pos + le,
+        }
         g.matches.append({"line": line, "before": [], "after": [], "spans": spans})
         g.used += len(raw)
         if len(g.matches) >= g.max_matches:

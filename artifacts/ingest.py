@@ -1,72 +1,53 @@
-"""Ingest: creating artifacts, their writers, the HTTP upload protocol (attach,
-append at an offset, complete), publishing segments under a lease, finishing.
+"""Ingest: creating artifacts (validation, retention, quota), their writers, and
+the HTTP upload protocol (attach at an offset, append, complete).
 
-A segment's bytes are staged into a blob first and become part of the artifact
-only when its row is published, in one transaction that checks the offset (and
-the lease), admits it against the owner's quota and counts its lines.
-
-Longer than the other parts (about 500 lines) because the upload protocol,
-publishing and finishing share one transaction discipline (row lock, offset and
-lease checks) that is clearest read in one place.
+The bytes of a writer go through ``artifacts.segment_storage`` and its rows
+through ``artifacts.publishing``; this module only builds and checks.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 import secrets
-from collections.abc import Iterator, Sequence
-from contextlib import nullcontext
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import update
-
 from overspill.artifacts import audit
-from overspill.artifacts.blobs.base import AppendableBlobStore, Appender
+from overspill.artifacts.blobs.base import AppendableBlobStore
 from overspill.artifacts.catalog import Catalog, info_of
-from overspill.artifacts.content import segment_key, segment_key_base
 from overspill.artifacts.context import Part, StoreContext
-from overspill.artifacts.db.models import Artifact, Segment
-from overspill.artifacts.errors import (
-    Conflict,
-    InvalidArgument,
-    OffsetConflict,
-    QuotaExceeded,
-    StorageUnavailable,
-)
+from overspill.artifacts.db.models import Artifact
+from overspill.artifacts.errors import Conflict, InvalidArgument, OffsetConflict, QuotaExceeded
 from overspill.artifacts.ids import new_artifact_id
 from overspill.artifacts.inputs import check_source, check_text
-from overspill.artifacts.records import (
-    ArtifactInfo,
-    Principal,
-)
+from overspill.artifacts.publishing import Publisher
+from overspill.artifacts.records import ArtifactInfo, Principal
 from overspill.artifacts.retention import Forever, check_retention, effective_policy
 from overspill.artifacts.retention import resolve as resolve_retention
-from overspill.artifacts.segment_target import StoreTarget
+from overspill.artifacts.segment_storage import BlobPlacer, BlobStager
 from overspill.artifacts.usage import bump_usage
-from overspill.artifacts.writer import ArtifactWriter, StagedSegment
+from overspill.artifacts.writer import ArtifactWriter
 
 if TYPE_CHECKING:
     from overspill.artifacts.quotas import Quotas
     from overspill.artifacts.reading import Reader
-    from overspill.artifacts.sweeper import Sweeper
-
-log = logging.getLogger(__name__)
 
 
 class Ingest(Part):
     def __init__(
-        self, ctx: StoreContext, quotas: Quotas, catalog: Catalog, reader: Reader, sweeper: Sweeper
+        self,
+        ctx: StoreContext,
+        quotas: Quotas,
+        catalog: Catalog,
+        reader: Reader,
+        publisher: Publisher,
     ) -> None:
         super().__init__(ctx)
         self._quotas = quotas
         self._catalog = catalog
         self._reader = reader
-        self._sweeper = sweeper
-        # Where the backend can grow a blob, a publish batch's segments share one.
-        blobs = ctx.blobs
-        self.appender = blobs if isinstance(blobs, AppendableBlobStore) else None
+        self._publisher = publisher
 
     def create(
         self,
@@ -109,6 +90,32 @@ class Ingest(Part):
         retention: int | Forever | None = None,
     ) -> ArtifactWriter:
         """Create an artifact and return a streaming writer holding its lease."""
+        info, token = self.open_lease(
+            principal,
+            kind=kind,
+            name=name,
+            media_type=media_type,
+            session_id=session_id,
+            source=source,
+            max_bytes=max_bytes,
+            retention=retention,
+        )
+        return self._writer(info.id, token, info.max_bytes, start=0)
+
+    def open_lease(
+        self,
+        principal: Principal,
+        *,
+        kind: str = "output",
+        name: str | None = None,
+        media_type: str = "text/plain; charset=utf-8",
+        session_id: str | None = None,
+        source: dict[str, Any] | None = None,
+        max_bytes: int | None = None,
+        retention: int | Forever | None = None,
+    ) -> tuple[ArtifactInfo, str]:
+        """Create an artifact whose writer lives elsewhere (a local server's client
+        placing blobs itself): the artifact and the lease token its publishes name."""
         token = secrets.token_hex(16)
         row = self._insert(
             principal,
@@ -122,22 +129,29 @@ class Ingest(Part):
             lease_token=token,
             retention=retention,
         )
-        return self._writer(row.id, token, row.max_bytes, start=0)
+        return info_of(row, self.clock.now()), token
 
     def _writer(
         self, artifact_id: str, token: str | None, max_bytes: int, start: int
     ) -> ArtifactWriter:
         s = self.settings
+        blobs = self.blobs
+        publication = self._publisher.for_writer(artifact_id, token)
+        common: dict[str, Any] = {
+            "max_bytes": max_bytes - start,
+            "base": start,
+            "segment_bytes": s.segment_bytes or blobs.segment_bytes,
+            "flush_interval": s.flush_interval_s,
+            "lease_seconds": s.lease_seconds,
+            "stall_s": s.storage_stall_s,
+        }
+        # Where blobs can be appended to, the producer writes straight into them.
+        if isinstance(blobs, AppendableBlobStore):
+            return ArtifactWriter(
+                artifact_id, publication, placer=BlobPlacer(blobs, artifact_id), **common
+            )
         return ArtifactWriter(
-            artifact_id,
-            StoreTarget(self, artifact_id, token, start),
-            max_bytes=max_bytes - start,
-            segment_bytes=s.segment_bytes or self.blobs.segment_bytes,
-            flush_interval=s.flush_interval_s,
-            lease_seconds=s.lease_seconds,
-            stall_s=s.storage_stall_s,
-            # Where blobs can be appended to, the producer writes straight into them.
-            placing=self.appender is not None,
+            artifact_id, publication, stager=BlobStager(blobs, artifact_id), **common
         )
 
     def _insert(
@@ -215,193 +229,8 @@ class Ingest(Part):
                 retention=resolved.source,
                 clamped=resolved.clamped or None,
             )
-        self._purge_all(evicted)
+        self._publisher.purge_all(evicted)
         return row
-
-    def stage_segment(
-        self,
-        artifact_id: str,
-        offset: int,
-        data: memoryview,
-        append_to: str | None = None,
-    ) -> str | None:
-        """Store a segment's bytes. They are part of nothing until ``publish_segments``
-        adds its row; until then the orphan reconciler would reclaim the blob.
-
-        Where the backend can append, the segments of one publish batch share one
-        blob: ``append_to`` names the batch's blob once its first segment made it
-        (a file per batch instead of one per segment, which the page cache takes
-        markedly faster here). Elsewhere each segment is its own and it is ignored."""
-        if self.appender is not None:
-            key = append_to or segment_key(artifact_id, offset, secrets.token_hex(4))
-            self.appender.append(key, offset - segment_key_base(key), data)
-        else:
-            key = segment_key(artifact_id, offset, secrets.token_hex(4))
-            self.blobs.put(key, data)
-        return key
-
-    def start_blob(self, artifact_id: str, offset: int) -> tuple[str, Appender]:
-        """A new blob for bytes placed from artifact ``offset`` on (backends that
-        can append): its key and an open Appender. Like a staged segment, it is
-        part of nothing until ``publish_segments`` adds rows that use it."""
-        assert self.appender is not None
-        key = segment_key(artifact_id, offset, secrets.token_hex(4))
-        return key, self.appender.open_appender(key, create=True)
-
-    def publish_segments(
-        self, artifact_id: str, token: str | None, staged: Sequence[StagedSegment]
-    ) -> tuple[int, str | None]:
-        """Add staged segments' rows in one transaction; returns the bytes published
-        and why the owner's quota stopped it early, if it did.
-
-        The update is conditional on the artifact still being ``writing`` at exactly
-        the first segment's offset (and, for a leased writer, on still holding the
-        lease), so a racing appender or a writer that lost its lease can never
-        corrupt it. Blobs that end up in no row are deleted here.
-        """
-        admitted: list[StagedSegment] = []
-        stop: str | None = None
-        evicted: list[str] = []
-        try:
-            with self._write() as s:
-                row = s.get(Artifact, artifact_id, with_for_update=True)
-                if row is None or row.state != "writing":
-                    raise Conflict(f"artifact {artifact_id} is no longer being written")
-                if token is not None and row.lease_token != token:
-                    raise Conflict(f"artifact {artifact_id}: writer lost its lease")
-                if row.size_bytes != staged[0].offset:
-                    raise OffsetConflict(
-                        f"append at offset {staged[0].offset} but artifact {artifact_id} has "
-                        f"{row.size_bytes} bytes",
-                        current_size=row.size_bytes,
-                    )
-                policy = effective_policy(s, row.owner, self.settings.default_retention_s)
-                prev = (
-                    s.get(Segment, (artifact_id, row.segment_count - 1))
-                    if row.segment_count
-                    else None
-                )
-                line_offset = prev.line_offset + prev.newlines if prev else 0
-                now = self.clock.now()
-                for seg in staged:
-                    try:
-                        # A refusal must undo any eviction it tried, and only that.
-                        with s.begin_nested() if policy.quota_bytes is not None else nullcontext():
-                            evicted += self._quotas.admit(
-                                s, row.owner, policy, seg.size, writing=row.id
-                            )
-                    except QuotaExceeded as exc:
-                        stop = exc.message
-                        break
-                    s.add(
-                        Segment(
-                            artifact_id=artifact_id,
-                            seq=row.segment_count,
-                            offset=seg.offset,
-                            size=seg.size,
-                            blob_key=seg.key,
-                            blob_offset=seg.offset - segment_key_base(seg.key),
-                            line_offset=line_offset,
-                            newlines=seg.newlines,
-                            created_at=now,
-                        )
-                    )
-                    row.segment_count += 1
-                    row.line_count = (
-                        line_offset + seg.newlines + (0 if seg.ends_with_newline else 1)
-                    )
-                    line_offset += seg.newlines
-                    bump_usage(s, row.owner, seg.size, 0)
-                    admitted.append(seg)
-                published = sum(seg.size for seg in admitted)
-                row.size_bytes += published
-                row.total_bytes = max(row.total_bytes, row.size_bytes)
-                row.updated_at = now
-                if row.lease_expires_at is not None:
-                    row.lease_expires_at = now + timedelta(seconds=self.settings.lease_seconds)
-        except BaseException:
-            admitted = []
-            raise
-        finally:
-            self._reclaim_unadmitted(staged, len(admitted))
-        self._purge_all(evicted)
-        return published, stop
-
-    def _reclaim_unadmitted(self, staged: Sequence[StagedSegment], admitted: int) -> None:
-        """Take back the bytes of segments that were never made part of the artifact:
-        a blob no admitted segment uses is deleted, a shared one is cut back to its
-        admitted end. On failure the orphan reconciler reclaims whole blobs later."""
-        ends: dict[str, int] = {}
-        for seg in staged[:admitted]:
-            end = seg.offset + seg.size - segment_key_base(seg.key)
-            ends[seg.key] = max(ends.get(seg.key, 0), end)
-        unused = list(dict.fromkeys(s.key for s in staged[admitted:] if s.key not in ends))
-        cut = {s.key for s in staged[admitted:]} & ends.keys()
-        try:
-            if unused:
-                self.blobs.delete_many(unused)
-            if cut and self.appender is not None:  # only appended blobs are shared
-                for key in cut:
-                    self.appender.truncate(key, ends[key])
-        except StorageUnavailable:
-            pass
-
-    def renew_lease(self, artifact_id: str, token: str | None) -> None:
-        now = self.clock.now()
-        same_writer = (
-            Artifact.lease_token == token if token is not None else Artifact.lease_token.is_(None)
-        )
-        with self._write() as s:
-            s.execute(
-                update(Artifact)
-                .where(
-                    Artifact.id == artifact_id,
-                    same_writer,
-                    Artifact.state == "writing",
-                    Artifact.lease_expires_at.is_not(None),
-                )
-                .values(lease_expires_at=now + timedelta(seconds=self.settings.lease_seconds))
-            )
-
-    def finish_artifact(
-        self,
-        artifact_id: str,
-        token: str | None,
-        state: str,
-        total: int,
-        sha: str | None,
-        error: str | None,
-        source_update: dict[str, Any] | None = None,
-        *,
-        hashed_size: int | None = None,
-    ) -> None:
-        now = self.clock.now()
-        with self._write() as s:
-            row = s.get(Artifact, artifact_id, with_for_update=True)
-            if row is None or row.state != "writing":
-                return
-            if token is not None and row.lease_token != token:
-                return
-            if hashed_size is not None and row.size_bytes != hashed_size:
-                # An append landed after the hash was computed: recording it would
-                # give the artifact a sha256 (and ETag) of other bytes.
-                raise OffsetConflict(
-                    f"artifact {artifact_id} grew to {row.size_bytes} bytes while it was "
-                    f"being completed ({hashed_size} hashed); complete it again",
-                    current_size=row.size_bytes,
-                )
-            if state == "capped" and row.total_bytes > total:
-                total = row.total_bytes
-            row.state = state
-            if source_update:
-                row.source = {**(row.source or {}), **source_update}
-            row.total_bytes = max(total, row.size_bytes)
-            row.sha256 = sha if sha is not None else None
-            row.error = error
-            row.completed_at = now
-            row.updated_at = now
-            row.lease_token = None
-            row.lease_expires_at = None
 
     def attach_writer(self, principal: Principal, artifact_id: str, offset: int) -> ArtifactWriter:
         """A writer appending to an existing ``writing`` artifact at ``offset``
@@ -423,8 +252,8 @@ class Ingest(Part):
         finally:
             writer.abandon()
         if writer.capped:
-            self._mark_total(writer.id, offset + writer.total_bytes)
-        self.renew_lease(writer.id, None)  # an append, even an empty one, keeps it alive
+            self._publisher.mark_total(writer.id, offset + writer.total_bytes)
+        self._publisher.renew(writer.id, None)  # an append, even an empty one, keeps it alive
         if writer.stopped:
             raise QuotaExceeded(writer.stopped)
 
@@ -440,12 +269,6 @@ class Ingest(Part):
         finally:
             self.end_append(writer, offset)
         return self._catalog.get(principal, artifact_id)
-
-    def _mark_total(self, artifact_id: str, total: int) -> None:
-        with self._write() as s:
-            row = s.get(Artifact, artifact_id, with_for_update=True)
-            if row is not None and total > row.total_bytes:
-                row.total_bytes = total
 
     def complete(
         self,
@@ -470,14 +293,14 @@ class Ingest(Part):
             )
         total = max(total_bytes or 0, info.total_bytes, info.size_bytes)
         if error:
-            self.finish_artifact(artifact_id, None, "failed", total, None, error, source_update)
+            self._publisher.finish(artifact_id, None, "failed", total, None, error, source_update)
             return self._catalog.get(principal, artifact_id)
         content = self._reader.content(info)
         digest = hashlib.sha256()
         for chunk in content.iter_range(0, content.size):
             digest.update(chunk)
         state = "capped" if total > info.size_bytes else "complete"
-        self.finish_artifact(
+        self._publisher.finish(
             artifact_id,
             None,
             state,
@@ -488,10 +311,3 @@ class Ingest(Part):
             hashed_size=content.size,
         )
         return self._catalog.get(principal, artifact_id)
-
-    def _purge_all(self, artifact_ids: list[str]) -> None:
-        for artifact_id in artifact_ids:
-            try:
-                self._sweeper.purge([artifact_id])
-            except StorageUnavailable:
-                pass  # the tombstone stays unpurged; the sweeper retries

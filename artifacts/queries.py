@@ -36,6 +36,17 @@ class GrepQuery(_Query):
     offset: int = Field(default=0, ge=0, le=2**62, description="Byte offset to resume a scan at")
 
 
+class TextQuery(_Query):
+    offset: int = Field(default=0, ge=0, le=2**62, description="Byte offset of the window")
+    limit: int = Field(default=65536, ge=1, le=16 * 1024 * 1024, description="Bytes to read")
+
+
+class TailQuery(_Query):
+    lines: int | None = Field(default=None, ge=1, le=100_000, description="The last N lines")
+    bytes: int | None = Field(default=None, ge=1, le=2**62, description="The last N bytes")
+    max_bytes: int | None = Field(default=None, ge=1, le=16 * 1024 * 1024)
+
+
 class LineQuery(_Query):
     start: int = Field(default=1, ge=1, le=2**62, description="1-based line number")
     count: int = Field(default=100, ge=1, le=10_000)

@@ -62,6 +62,7 @@ class _RawLine:
     data: bytes  # without the line terminator, at most MAX_LINE_BYTES
     truncated: bool
     end: int  # offset just past the terminator
+    terminator: int  # offset of the newline (or of the end, for a last line without one)
 
 
 def iter_lines(content: Content, start: int, max_line: int = MAX_LINE_BYTES) -> Iterator[_RawLine]:
@@ -84,13 +85,13 @@ def iter_lines(content: Content, start: int, max_line: int = MAX_LINE_BYTES) -> 
                 pos += len(chunk) - view
                 break
             pos += nl + 1 - view
-            yield _RawLine(line_start, _strip_cr(bytes(buf)), truncated, pos)
+            yield _RawLine(line_start, _strip_cr(bytes(buf)), truncated, pos, pos - 1)
             buf.clear()
             truncated = False
             line_start = pos
             view = nl + 1
     if pos > line_start:
-        yield _RawLine(line_start, _strip_cr(bytes(buf)), truncated, pos)
+        yield _RawLine(line_start, _strip_cr(bytes(buf)), truncated, pos, pos)
 
 
 def _strip_cr(data: bytes) -> bytes:
@@ -103,6 +104,7 @@ def _line(number: int, raw: _RawLine) -> Line:
         offset=raw.offset,
         text=raw.data.decode("utf-8", errors="replace"),
         truncated=raw.truncated,
+        end=raw.terminator,
     )
 
 

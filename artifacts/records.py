@@ -99,6 +99,10 @@ class Line(_Record):
     text: str
     truncated: bool = False  # the text is part of the line
     window_offset: int | None = None  # where the text starts, when not at ``offset``
+    # Where the line's bytes end: its newline, or the end of what is stored. With
+    # ``offset`` it names the line's exact bytes (a CR, invalid UTF-8, the part
+    # a truncated text leaves out), for a caller that must print them as stored.
+    end: int | None = None
 
 
 class LineWindow(Window):
@@ -140,14 +144,3 @@ class GrepResult(Window):
     eof: bool
     complete: bool
     truncated: bool
-
-
-class WriteResult(_Record):
-    """How a write ended, as the executor reports it."""
-
-    id: str
-    state: str
-    size_bytes: int
-    total_bytes: int
-    sha256: str | None
-    error: str | None = None

@@ -1,21 +1,22 @@
 """ArtifactStore: the one Python API over metadata (SQL) and bytes (blob backend).
 
 A thin facade: it builds the shared context and composes the parts, each in its
-own module with one job -- the catalog (metadata and lifecycle), ingest (writers,
-uploads, publishing), reading (bounded windows and grep), policies, quotas, the
-sweeper and tokens. Every public method takes the acting :class:`Principal`; a
-non-admin asking for another owner's artifact gets exactly the NotFound a
-missing id gets. Expiry is checked on every read, whatever the sweeper has done.
+own module with one job -- the catalog (metadata and lifecycle), ingest
+(creating, writers, uploads), publishing (the segment transactions), reading
+(bounded windows and grep), policies, quotas, the sweeper and tokens. Each
+method below says which part does the work and has that part's signature.
+Every one takes the acting :class:`Principal`; a non-admin asking for another
+owner's artifact gets exactly the NotFound a missing id gets. Expiry is checked
+on every read, whatever the sweeper has done.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import stat
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
@@ -26,9 +27,11 @@ from overspill.artifacts.blobs.registry import open_blob_store
 from overspill.artifacts.catalog import Catalog
 from overspill.artifacts.clock import Clock, SystemClock
 from overspill.artifacts.config import StoreSettings
+from overspill.artifacts.content import Content
 from overspill.artifacts.context import StoreContext
 from overspill.artifacts.db.engine import (
     SCHEMA_HEAD,
+    Timeouts,
     check_database,
     ensure_schema,
     make_engine,
@@ -36,12 +39,26 @@ from overspill.artifacts.db.engine import (
 )
 from overspill.artifacts.db.unit import Database
 from overspill.artifacts.errors import ConfigurationError, InvalidArgument, StorageUnavailable
+from overspill.artifacts.home import ensure_home
 from overspill.artifacts.ingest import Ingest
 from overspill.artifacts.policies import Policies
+from overspill.artifacts.publishing import Publisher
+from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
 from overspill.artifacts.quotas import Quotas
 from overspill.artifacts.reading import Reader
+from overspill.artifacts.records import (
+    ArtifactInfo,
+    ArtifactPage,
+    GrepResult,
+    LineWindow,
+    Principal,
+    TailWindow,
+    TextWindow,
+)
+from overspill.artifacts.retention import Forever
 from overspill.artifacts.sweeper import Sweeper
 from overspill.artifacts.tokens import TokenStore
+from overspill.artifacts.writer import ArtifactWriter
 
 LOW_DISK_BYTES = 16 * 1024 * 1024  # below this, /readyz says not ready
 
@@ -66,29 +83,169 @@ class ArtifactStore:
         self.tokens = TokenStore(self.db, self.ctx.clock)
         self.catalog = Catalog(self.ctx, self.sweeper)
         self.reader = Reader(self.ctx, self.catalog)
-        self.ingest = Ingest(self.ctx, self.quotas, self.catalog, self.reader, self.sweeper)
-        # The public API: each method is defined once, in its part.
-        self.create = self.ingest.create
-        self.open_writer = self.ingest.open_writer
-        self.attach_writer = self.ingest.attach_writer
-        self.end_append = self.ingest.end_append
-        self.append = self.ingest.append
-        self.complete = self.ingest.complete
-        self.get = self.catalog.get
-        self.list = self.catalog.list
-        self.delete = self.catalog.delete
-        self.pin = self.catalog.pin
-        self.unpin = self.catalog.unpin
-        self.set_retention = self.catalog.set_retention
-        self.usage = self.catalog.usage
-        self.purge_bytes = self.catalog.purge_bytes
-        self.open_content = self.reader.open_content
-        self.read_bytes = self.reader.read_bytes
-        self.text = self.reader.text
-        self.lines = self.reader.lines
-        self.tail = self.reader.tail
-        self.grep = self.reader.grep
-        self.reap_stale_writers = self.sweeper.reap_stale_writers
+        self.publisher = Publisher(self.ctx, self.quotas, self.sweeper)
+        self.ingest = Ingest(self.ctx, self.quotas, self.catalog, self.reader, self.publisher)
+
+    # -- creating and writing (ingest) --------------------------------------------------
+
+    def create(
+        self,
+        principal: Principal,
+        *,
+        kind: str = "output",
+        name: str | None = None,
+        media_type: str = "text/plain; charset=utf-8",
+        session_id: str | None = None,
+        source: dict[str, Any] | None = None,
+        max_bytes: int | None = None,
+        owner: str | None = None,
+        retention: int | Forever | None = None,
+    ) -> ArtifactInfo:
+        """An empty ``writing`` artifact for an HTTP upload."""
+        return self.ingest.create(
+            principal,
+            kind=kind,
+            name=name,
+            media_type=media_type,
+            session_id=session_id,
+            source=source,
+            max_bytes=max_bytes,
+            owner=owner,
+            retention=retention,
+        )
+
+    def open_writer(
+        self,
+        principal: Principal,
+        *,
+        kind: str = "output",
+        name: str | None = None,
+        media_type: str = "text/plain; charset=utf-8",
+        session_id: str | None = None,
+        source: dict[str, Any] | None = None,
+        max_bytes: int | None = None,
+        retention: int | Forever | None = None,
+    ) -> ArtifactWriter:
+        """A new artifact and a streaming writer holding its lease."""
+        return self.ingest.open_writer(
+            principal,
+            kind=kind,
+            name=name,
+            media_type=media_type,
+            session_id=session_id,
+            source=source,
+            max_bytes=max_bytes,
+            retention=retention,
+        )
+
+    def attach_writer(self, principal: Principal, artifact_id: str, offset: int) -> ArtifactWriter:
+        return self.ingest.attach_writer(principal, artifact_id, offset)
+
+    def end_append(self, writer: ArtifactWriter, offset: int) -> None:
+        self.ingest.end_append(writer, offset)
+
+    def append(
+        self, principal: Principal, artifact_id: str, offset: int, chunks: Iterator[bytes]
+    ) -> ArtifactInfo:
+        return self.ingest.append(principal, artifact_id, offset, chunks)
+
+    def complete(
+        self,
+        principal: Principal,
+        artifact_id: str,
+        *,
+        total_bytes: int | None = None,
+        source_update: dict[str, Any] | None = None,
+        error: str | None = None,
+    ) -> ArtifactInfo:
+        return self.ingest.complete(
+            principal,
+            artifact_id,
+            total_bytes=total_bytes,
+            source_update=source_update,
+            error=error,
+        )
+
+    # -- metadata and lifecycle (catalog) -----------------------------------------------
+
+    def get(self, principal: Principal, artifact_id: str) -> ArtifactInfo:
+        return self.catalog.get(principal, artifact_id)
+
+    def list(
+        self, principal: Principal, query: ListQuery | None = None, *, with_total: bool = False
+    ) -> ArtifactPage:
+        return self.catalog.list(principal, query, with_total=with_total)
+
+    def delete(
+        self, principal: Principal, artifact_id: str, *, reason: str = "deleted"
+    ) -> ArtifactInfo:
+        return self.catalog.delete(principal, artifact_id, reason=reason)
+
+    def pin(
+        self, principal: Principal, artifact_id: str, reason: str | None = None
+    ) -> ArtifactInfo:
+        return self.catalog.pin(principal, artifact_id, reason)
+
+    def unpin(self, principal: Principal, artifact_id: str) -> ArtifactInfo:
+        return self.catalog.unpin(principal, artifact_id)
+
+    def set_retention(
+        self, principal: Principal, artifact_id: str, retention: int | Forever | None
+    ) -> ArtifactInfo:
+        return self.catalog.set_retention(principal, artifact_id, retention)
+
+    def usage(self, principal: Principal) -> Sequence[dict[str, Any]]:
+        return self.catalog.usage(principal)
+
+    def purge_bytes(self, artifact_id: str) -> int:
+        return self.catalog.purge_bytes(artifact_id)
+
+    # -- bounded reads (reading) --------------------------------------------------------
+
+    def open_content(self, principal: Principal, artifact_id: str) -> tuple[ArtifactInfo, Content]:
+        return self.reader.open_content(principal, artifact_id)
+
+    def read_bytes(self, principal: Principal, artifact_id: str, start: int, end: int) -> bytes:
+        return self.reader.read_bytes(principal, artifact_id, start, end)
+
+    def text(
+        self, principal: Principal, artifact_id: str, offset: int = 0, limit: int | None = None
+    ) -> TextWindow:
+        return self.reader.text(principal, artifact_id, offset, limit)
+
+    def lines(self, principal: Principal, artifact_id: str, query: LineQuery) -> LineWindow:
+        return self.reader.lines(principal, artifact_id, query)
+
+    def tail(
+        self,
+        principal: Principal,
+        artifact_id: str,
+        *,
+        lines: int | None = None,
+        nbytes: int | None = None,
+        max_bytes: int | None = None,
+    ) -> TailWindow:
+        return self.reader.tail(
+            principal, artifact_id, lines=lines, nbytes=nbytes, max_bytes=max_bytes
+        )
+
+    def grep(
+        self,
+        principal: Principal,
+        artifact_id: str,
+        query: GrepQuery,
+        *,
+        max_bytes: int | None = None,
+        scan_bytes: int = 256 * 1024 * 1024,
+    ) -> GrepResult:
+        return self.reader.grep(
+            principal, artifact_id, query, max_bytes=max_bytes, scan_bytes=scan_bytes
+        )
+
+    # -- cleanup (sweeper) --------------------------------------------------------------
+
+    def reap_stale_writers(self) -> int:
+        return self.sweeper.reap_stale_writers()
 
     @property
     def clock(self) -> Clock:
@@ -103,11 +260,19 @@ class ArtifactStore:
         """Build the store from settings. The embedded SQLite default migrates itself;
         a PostgreSQL deployment is migrated explicitly with ``overspill db upgrade``."""
         if settings.database_url is None or settings.blob_url is None:
-            _private_dir(settings.home)
+            ensure_home(settings.home)
         blobs = open_blob_store(
             settings.resolved_blob_url, s3_endpoint_url=settings.s3_endpoint_url
         )
-        engine = make_engine(settings.resolved_database_url)
+        engine = make_engine(
+            settings.resolved_database_url,
+            home=settings.home,
+            timeouts=Timeouts(
+                settings.db_statement_timeout_s,
+                settings.db_lock_timeout_s,
+                settings.db_pool_timeout_s,
+            ),
+        )
         if settings.is_embedded_database:
             ensure_schema(engine)
         elif schema_revision(engine) != SCHEMA_HEAD:
@@ -164,26 +329,3 @@ class ArtifactStore:
                 continue
             if free < LOW_DISK_BYTES:
                 raise StorageUnavailable(f"low disk: {free} bytes free under {path}")
-
-
-def _private_dir(path: Path) -> None:
-    """The data directory, 0700: made so, or tightened if it is ours and looser
-    (a home created by hand, or by an older release). One not ours is refused."""
-    try:
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        st = path.lstat()
-    except OSError as exc:
-        raise StorageUnavailable(f"cannot create data directory {path}: {exc.strerror}") from None
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
-        raise ConfigurationError(
-            f"data directory {path} is not a directory owned by this user; "
-            "set OVERSPILL_HOME to one that is"
-        )
-    if st.st_mode & 0o077:
-        try:
-            path.chmod(0o700)
-        except OSError as exc:
-            raise ConfigurationError(
-                f"data directory {path} is readable by others and cannot be made private: "
-                f"{exc.strerror}"
-            ) from None

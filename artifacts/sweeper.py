@@ -32,7 +32,7 @@ from sqlalchemy import ColumnElement, delete, func, insert, or_, select, update
 
 from overspill.artifacts import audit
 from overspill.artifacts.blobs.base import BlobInfo
-from overspill.artifacts.content import is_segment_key
+from overspill.artifacts.blobs.keys import is_segment_key
 from overspill.artifacts.db.models import Artifact, AuditEvent, Segment
 from overspill.artifacts.errors import StorageUnavailable
 from overspill.artifacts.records import GONE_STATES

@@ -68,12 +68,21 @@ def serve(port: int, home: str) -> None:
     import uvicorn
 
     from overspill.api.app import create_app
+    from overspill.api.settings import ServerSettings, Settings
     from overspill.artifacts.config import StoreSettings
     from overspill.artifacts.store import ArtifactStore
 
     store = ArtifactStore.open(StoreSettings(home=Path(home)))
     uvicorn.run(
-        create_app(store, max_followers=1000), host="127.0.0.1", port=port, log_level="warning"
+        create_app(
+            store,
+            Settings.load()._replace(
+                server=ServerSettings(max_followers=1000, max_expensive_reads=1000)
+            ),
+        ),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
     )
 
 

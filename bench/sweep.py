@@ -27,7 +27,7 @@ def seed(store, n: int) -> None:  # type: ignore[no-untyped-def]
     """Insert ``n`` already-expired artifacts in bulk (rows and blobs)."""
     from sqlalchemy import insert
 
-    from overspill.artifacts.content import segment_key
+    from overspill.artifacts.blobs.keys import segment_key
     from overspill.artifacts.db.models import Artifact, Segment
     from overspill.artifacts.ids import new_artifact_id
 

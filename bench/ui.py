@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._common import free_port, median, report, wait_up
 
 MiB = 1024 * 1024
-CHROMIUM = os.environ.get("OVERSPILL_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM = os.environ.get("TEST_OVERSPILL_CHROMIUM", "/usr/bin/chromium")
 TARGET_RATIO = 1.5
 
 

@@ -2,15 +2,47 @@
 
 It sees storage only through :class:`shell.sink.OutputSink`, so the same executor
 streams into an in-process store or, through ``api``'s client, a remote server.
+
+Names are imported on first use: ``shell.config`` is read by every CLI verb, and
+must not bring the executor (subprocess, threads, the view) with it.
 """
 
-from overspill.shell.config import ShellSettings
-from overspill.shell.executor import BackgroundJob, Executor
-from overspill.shell.process import SpawnError
-from overspill.shell.render import parse_exit_status
-from overspill.shell.results import ArtifactRef, CollectedOutput, ExecResult
-from overspill.shell.sink import DeferredSink, OutputSink, StoreSink
-from overspill.shell.spec import ExecRequest, InvalidRequest
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from overspill.shell.config import ShellSettings
+    from overspill.shell.executor import BackgroundJob, Executor
+    from overspill.shell.process import SpawnError
+    from overspill.shell.render import parse_exit_status
+    from overspill.shell.results import ArtifactRef, CollectedOutput, ExecResult
+    from overspill.shell.sink import DeferredSink, OutputSink, StoreSink
+    from overspill.shell.spec import ExecRequest, InvalidRequest
+
+_LAZY = {
+    "ShellSettings": "overspill.shell.config",
+    "BackgroundJob": "overspill.shell.executor",
+    "Executor": "overspill.shell.executor",
+    "SpawnError": "overspill.shell.process",
+    "parse_exit_status": "overspill.shell.render",
+    "ArtifactRef": "overspill.shell.results",
+    "CollectedOutput": "overspill.shell.results",
+    "ExecResult": "overspill.shell.results",
+    "DeferredSink": "overspill.shell.sink",
+    "OutputSink": "overspill.shell.sink",
+    "StoreSink": "overspill.shell.sink",
+    "ExecRequest": "overspill.shell.spec",
+    "InvalidRequest": "overspill.shell.spec",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'overspill.shell' has no attribute {name!r}")
+
 
 __all__ = [
     "ArtifactRef",

@@ -10,11 +10,9 @@ Storage trouble never reaches the command: it is recorded and reported.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from overspill.artifacts.newlines import count_newlines
 from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
@@ -26,8 +24,7 @@ from overspill.shell.view import StreamView, stream_view
 RetentionMode = Literal["tail", "head_tail"]
 
 
-@dataclass(frozen=True)
-class Delta:
+class Delta(NamedTuple):
     """A read from a whole-stream offset: ``lossy`` when bytes had left memory."""
 
     data: bytes
@@ -194,11 +191,11 @@ class OutputCollector:
         spill_path = self._spill.close() if self._spill is not None else None
         artifact: ArtifactRef | None = None
         if self._sink is not None:
-            artifact, error = self._sink.close(source_update)
+            artifact, error = self._sink.close(source_update, self._total)
             if error and self.storage_error is None:
                 self.storage_error = error
             if artifact is not None and self.storage_error and artifact.state == "writing":
-                artifact = dataclasses.replace(artifact, state="failed")
+                artifact = artifact._replace(state="failed")
         self._result = CollectedOutput(
             text=self.shown_text(),
             truncated=self.truncated,

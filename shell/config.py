@@ -16,8 +16,8 @@ MiB = 1024 * 1024
 class ShellSettings(SettingsBase):
     timeout_ms: float = setting(120_000, gt=0)
     max_timeout_ms: float = setting(600_000, gt=0)
-    max_output_bytes: int = setting(64_000, gt=0)
-    max_spill_bytes: int = setting(64 * MiB, gt=0)
+    max_output_bytes: int = setting(64_000, gt=0, unit="size")
+    max_spill_bytes: int = setting(64 * MiB, gt=0, unit="size")
     grace_ms: float = setting(3_000, gt=0)
     # The compatibility layer: legacy private spill files beside the artifact.
     legacy_spill: bool = True
@@ -29,6 +29,8 @@ class ShellSettings(SettingsBase):
     render_mode: Literal["artifact", "legacy"] = "artifact"
     # Names with this prefix are the harness's own and never reach a child.
     reserved_env_prefix: str = "OVERSPILL_"
-    artifact_max_bytes: int | None = setting(None, gt=0)
+    # The most of one command stream stored as an artifact (unset: the store's own
+    # cap, OVERSPILL_MAX_ARTIFACT_BYTES, which bounds every artifact however made).
+    stream_max_bytes: int | None = setting(None, gt=0, unit="size", aliases=("artifact_max_bytes",))
     # A shown line longer than this is clipped, with the call that reads the rest.
-    shown_line_bytes: int = setting(2_000, gt=0)
+    shown_line_bytes: int = setting(2_000, gt=0, unit="size")

@@ -5,12 +5,11 @@ so a consumer parsing the old form keeps working."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
-from overspill.shell.calls import call
 from overspill.shell.results import CollectedOutput
 from overspill.shell.view import StreamView
+from overspill.shell.wording import call
 
 RenderMode = Literal["artifact", "legacy"]
 
@@ -154,8 +153,7 @@ def _ms(value: float | None) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
-@dataclass(frozen=True)
-class ExitStatus:
+class ExitStatus(NamedTuple):
     body: str
     exit_code: int | None
     signal: str | None

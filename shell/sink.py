@@ -4,7 +4,6 @@ protocol, so an in-process store and a remote server are interchangeable."""
 from __future__ import annotations
 
 import os
-import tempfile
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -37,8 +36,12 @@ class SinkStream(Protocol):
         count in ``data`` when the caller has it (so it is not counted twice)."""
         ...
 
-    def close(self, source_update: dict[str, Any]) -> tuple[ArtifactRef | None, str | None]:
-        """Finish the artifact, recording how the command ended. Never raises:
+    def close(
+        self, source_update: dict[str, Any], total_bytes: int | None = None
+    ) -> tuple[ArtifactRef | None, str | None]:
+        """Finish the artifact, recording how the command ended and how many bytes
+        the stream had in all (``total_bytes``: more than were written means some
+        never arrived, and the artifact is not called complete). Never raises:
         returns the artifact as stored (None if none was ever created) and the
         storage error, if any."""
         ...
@@ -95,9 +98,11 @@ class _WriterStream:
     def write(self, data: bytes | memoryview, newlines: int | None = None) -> None:
         self._writer.write(data, newlines)
 
-    def close(self, source_update: dict[str, Any]) -> tuple[ArtifactRef, str | None]:
+    def close(
+        self, source_update: dict[str, Any], total_bytes: int | None = None
+    ) -> tuple[ArtifactRef, str | None]:
         try:
-            result = self._writer.close(source_update=source_update)
+            result = self._writer.close(source_update=source_update, total=total_bytes)
         except OverspillError as exc:  # close never should, but never let it escape
             return ArtifactRef(
                 id=self._writer.id,
@@ -208,6 +213,8 @@ class _DeferredStream:
     def _append_spool_locked(self, data: bytes | memoryview) -> None:
         try:
             if self._spool < 0:
+                import tempfile  # only a stream that overflows before the store opens
+
                 fd, path = tempfile.mkstemp(prefix="overspill-spool-")  # 0600, exclusive
                 os.unlink(path)
                 self._spool = fd
@@ -262,9 +269,11 @@ class _DeferredStream:
             if spool >= 0:
                 os.close(spool)
 
-    def close(self, source_update: dict[str, Any]) -> tuple[ArtifactRef | None, str | None]:
+    def close(
+        self, source_update: dict[str, Any], total_bytes: int | None = None
+    ) -> tuple[ArtifactRef | None, str | None]:
         self._replayer.join()
         if self._real is None:
             return None, self._error
-        ref, error = self._real.close(source_update)
+        ref, error = self._real.close(source_update, total_bytes)
         return ref, error or self._error

@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import NamedTuple
 
 from overspill.shell.config import ShellSettings
 
@@ -15,19 +16,17 @@ class InvalidRequest(ValueError):
     """A request field is malformed; the message names the field."""
 
 
-@dataclass(frozen=True)
-class ExecRequest:
+class ExecRequest(NamedTuple):
     command: str
     workdir: str | None = None
     timeout_ms: float | None = None
     stdin: bytes | None = None
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = MappingProxyType({})
     max_output_bytes: int | None = None
     call_id: str | None = None
 
 
-@dataclass(frozen=True)
-class ExecSpec:
+class ExecSpec(NamedTuple):
     command: str
     cwd: str
     timeout_ms: float | None  # None for background jobs: they have no deadline
@@ -35,7 +34,6 @@ class ExecSpec:
     env: Mapping[str, str]
     stdout_window: int
     stderr_window: int
-    spill_cap: int
     grace_s: float
     call_id: str | None
     background: bool
@@ -74,7 +72,6 @@ def resolve(request: ExecRequest, settings: ShellSettings, *, background: bool) 
         env=dict(request.env),
         stdout_window=stdout_window,
         stderr_window=settings.max_output_bytes,
-        spill_cap=settings.max_spill_bytes,
         grace_s=settings.grace_ms / 1000,
         call_id=request.call_id,
         background=background,

@@ -9,17 +9,28 @@ start-up sweep that only ever deletes what is clearly ours.
 from __future__ import annotations
 
 import itertools
-import logging
 import os
-import secrets
 import stat
-import tempfile
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
+from typing import Any
 
-log = logging.getLogger(__name__)
+# Imported where used (tempfile, logging): a command that never overflows makes
+# no spill file, and ``overspill run`` must not pay ~10 ms to import them.
+
+
+def _log() -> Any:
+    import logging
+
+    return logging.getLogger(__name__)
+
+
+def temp_dir() -> str:
+    import tempfile
+
+    return tempfile.gettempdir()
+
 
 PREFIX = "dsh-subprocess-"
 
@@ -28,20 +39,22 @@ class SpillDirectory:
     """The per-process private directory, made on first use."""
 
     _lock = threading.Lock()
-    _path: Path | None = None
+    _path: str | None = None
     _counter = itertools.count(1)
 
     @classmethod
-    def path(cls) -> Path:
+    def path(cls) -> str:
         with cls._lock:
-            if cls._path is None or not cls._path.is_dir():
-                cls._path = Path(tempfile.mkdtemp(prefix=PREFIX))  # mkdtemp: mode 0700
+            if cls._path is None or not os.path.isdir(cls._path):
+                import tempfile
+
+                cls._path = tempfile.mkdtemp(prefix=PREFIX)  # mkdtemp: mode 0700
             return cls._path
 
     @classmethod
     def next_name(cls, stream: str) -> str:
         n = next(cls._counter)
-        return f"{PREFIX}{os.getpid()}-{n}-{secrets.token_hex(6)}-{stream}.log"
+        return f"{PREFIX}{os.getpid()}-{n}-{os.urandom(6).hex()}-{stream}.log"
 
 
 class CappedFile:
@@ -52,7 +65,7 @@ class CappedFile:
 
     what = "spill file"
 
-    def __init__(self, make_path: Callable[[], Path], cap: int) -> None:
+    def __init__(self, make_path: Callable[[], str | os.PathLike[str]], cap: int) -> None:
         self._cap = cap
         self._written = 0
         self._fd: int | None = None
@@ -63,7 +76,7 @@ class CappedFile:
             self._fd = os.open(
                 path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
             )
-            self.path = str(path)
+            self.path = os.fspath(path)
         except OSError as exc:
             self.error = f"{self.what} not created: {exc.strerror or exc}"
 
@@ -119,7 +132,9 @@ class SpillFile(CappedFile):
     """One stream's legacy spill file in the per-process directory."""
 
     def __init__(self, stream: str, cap: int) -> None:
-        super().__init__(lambda: SpillDirectory.path() / SpillDirectory.next_name(stream), cap)
+        super().__init__(
+            lambda: os.path.join(SpillDirectory.path(), SpillDirectory.next_name(stream)), cap
+        )
 
 
 def close_fd(fd: int) -> None:
@@ -133,11 +148,11 @@ def sweep_old_spill_files(max_age_days: float, tmpdir: str | None = None) -> int
         return 0
     removed = 0
     cutoff = time.time() - max_age_days * 86400
-    base = tmpdir or tempfile.gettempdir()
+    base = tmpdir or temp_dir()
     try:
         entries = list(os.scandir(base))
     except OSError as exc:
-        log.warning("spill sweep: cannot list %s: %s", base, exc.strerror)
+        _log().warning("spill sweep: cannot list %s: %s", base, exc.strerror)
         return 0
     uid = os.getuid()
     own_dir = SpillDirectory._path
@@ -149,15 +164,15 @@ def sweep_old_spill_files(max_age_days: float, tmpdir: str | None = None) -> int
         except OSError:
             continue
         if not stat.S_ISDIR(st.st_mode):
-            log.warning("spill sweep: skipping %s: not a plain directory", entry.path)
+            _log().warning("spill sweep: skipping %s: not a plain directory", entry.path)
             continue
         if st.st_uid != uid or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            log.warning(
+            _log().warning(
                 "spill sweep: skipping %s: not owned by us or writable by others", entry.path
             )
             continue
         removed += sweep_dir(entry.path, cutoff)
-        if own_dir is None or Path(entry.path) != own_dir:
+        if own_dir is None or entry.path != own_dir:
             try:
                 os.rmdir(entry.path)  # only succeeds when empty
             except OSError:
@@ -170,22 +185,22 @@ def sweep_dir(path: str, cutoff: float) -> int:
     try:
         dfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as exc:
-        log.warning("spill sweep: cannot open %s: %s", path, exc.strerror)
+        _log().warning("spill sweep: cannot open %s: %s", path, exc.strerror)
         return 0
     try:
         for name in os.listdir(dfd):
             try:
                 st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
                 if not stat.S_ISREG(st.st_mode):
-                    log.warning("spill sweep: skipping %s/%s: not a regular file", path, name)
+                    _log().warning("spill sweep: skipping %s/%s: not a regular file", path, name)
                     continue
                 if st.st_mtime < cutoff:
                     os.unlink(name, dir_fd=dfd)
                     removed += 1
             except OSError as exc:
-                log.warning("spill sweep: skipping %s/%s: %s", path, name, exc.strerror)
+                _log().warning("spill sweep: skipping %s/%s: %s", path, name, exc.strerror)
     except OSError as exc:
-        log.warning("spill sweep: cannot list %s: %s", path, exc.strerror)
+        _log().warning("spill sweep: cannot list %s: %s", path, exc.strerror)
     finally:
         os.close(dfd)
     return removed

@@ -11,10 +11,10 @@ and lines it shows, for the truncation line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
-from overspill.shell.calls import call
+from overspill.shell.wording import call
 
 DEFAULT_LINE_CAP = 2_000
 
@@ -30,8 +30,7 @@ def _visible(ch: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-@dataclass(frozen=True)
-class StreamView:
+class StreamView(NamedTuple):
     text: str
     start: int  # first shown byte of the tail (whole-stream offset)
     end: int  # end of the shown bytes

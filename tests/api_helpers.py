@@ -13,7 +13,14 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from overspill.api.app import create_app
+from overspill.api.settings import ServerSettings, Settings
 from overspill.artifacts.store import ArtifactStore
+
+
+def settings_with(**server: object) -> Settings:
+    """The process's settings with these server settings (bounds, intervals)."""
+    base = Settings.load()
+    return base._replace(server=ServerSettings(**server))
 
 
 @dataclass

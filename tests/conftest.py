@@ -2,7 +2,7 @@
 root, moto's S3 in-process, and moto's HTTP server for cross-process tests.
 
 PostgreSQL cases are skipped (with the reason) only when the server is unreachable
-and OVERSPILL_REQUIRE_POSTGRES is unset; CI sets it, so there they fail instead.
+and TEST_OVERSPILL_REQUIRE_POSTGRES is unset; CI sets it, so there they fail instead.
 """
 
 from __future__ import annotations
@@ -21,14 +21,34 @@ from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.db.engine import make_engine, upgrade
 from overspill.artifacts.db.models import Base
 from overspill.artifacts.store import ArtifactStore
-from tests.helpers import make_bucket, store_settings
+from tests.helpers import local_servers, make_bucket, stop_local_servers, store_settings
 
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
+
+@pytest.fixture(autouse=True)
+def _stop_the_local_servers_a_test_started(tmp_path: Path) -> Iterator[None]:
+    """A verb starts a local server in its home; the test that made the home
+    stops it (a server would otherwise live on for its idle period)."""
+    yield
+    stop_local_servers(str(tmp_path))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _the_suite_leaves_no_server_running(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[None]:
+    yield
+    base = str(tmp_path_factory.getbasetemp())
+    left = local_servers(base)
+    stop_local_servers(base)
+    assert not left, f"local servers left running after the suite: {left}"
+
+
 PG_ADMIN_URL = os.environ.get(
-    "OVERSPILL_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+    "TEST_OVERSPILL_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
 
 
@@ -47,7 +67,7 @@ def _pg_reason() -> str | None:
 def pg_database_url() -> Iterator[str]:
     reason = _pg_reason()
     if reason:
-        if os.environ.get("OVERSPILL_REQUIRE_POSTGRES"):
+        if os.environ.get("TEST_OVERSPILL_REQUIRE_POSTGRES"):
             pytest.fail(reason)
         pytest.skip(reason)
     name = f"overspill_test_{uuid.uuid4().hex[:10]}"

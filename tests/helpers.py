@@ -64,3 +64,56 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def local_servers(under: str | None = None) -> list[tuple[int, str]]:
+    """(pid, home) of every overspill local server running on this machine (a
+    server runs in its home), or of those whose home is inside ``under``."""
+    import os
+
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            if not {b"overspill.api.cli", b"server", b"run"} <= set(argv):
+                continue
+            home = os.readlink(f"/proc/{name}/cwd")
+        except OSError:
+            continue
+        if under is None or home == under or home.startswith(under.rstrip("/") + "/"):
+            found.append((int(name), home))
+    return found
+
+
+def stop_local_servers(under: str, timeout: float = 15.0) -> list[tuple[int, str]]:
+    """Stop (SIGTERM, then SIGKILL) the local servers whose home is inside
+    ``under``; returns those that were running."""
+    import os
+    import signal
+    import time
+
+    running = local_servers(under)
+    for pid, _ in running:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + timeout
+    for pid, _ in running:
+        while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    if f.read().split(") ", 1)[1].startswith("Z"):
+                        break  # a zombie: its parent (a test's Popen) will reap it
+            except OSError:
+                break
+            time.sleep(0.05)
+        if os.path.exists(f"/proc/{pid}"):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return running

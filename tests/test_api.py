@@ -201,7 +201,7 @@ def test_listing_filters_sorts_and_pages(api: Api) -> None:
         api.client.get("/v1/artifacts?min_size=1000", headers=h).json()["items"][0]["id"] == ids[3]
     )
     bad = api.client.get("/v1/artifacts?state=bogus", headers=h)
-    assert bad.status_code == 422 and bad.json()["error"]["code"] == "invalid_request"
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_argument"
     bad_cursor = api.client.get("/v1/artifacts?cursor=zzz", headers=h)
     assert bad_cursor.status_code == 400 and "cursor" in bad_cursor.json()["error"]["message"]
 
@@ -235,8 +235,8 @@ def test_errors_are_json_and_name_the_problem(api: Api) -> None:
         (api.client.get(f"/v1/artifacts/{ZERO_ID}", headers=h), 404, "not found"),
         (api.client.get("/v1/artifacts"), 401, "bearer token"),
         (api.client.get("/v1/artifacts", headers=api.h("ovs_wrong")), 401, "invalid"),
-        (api.client.post("/v1/artifacts", json={"kind": ""}, headers=h), 422, "kind"),
-        (api.client.post("/v1/artifacts", json={"bogus": 1}, headers=h), 422, "bogus"),
+        (api.client.post("/v1/artifacts", json={"kind": ""}, headers=h), 400, "kind"),
+        (api.client.post("/v1/artifacts", json={"bogus": 1}, headers=h), 400, "bogus"),
         (api.client.post("/v1/artifacts", json={"retention": -5}, headers=h), 400, "retention"),
         (api.client.get("/v1/admin/usage", headers=h), 403, "admin"),
         (api.client.get("/v1/nowhere", headers=h), 404, "Not Found"),

@@ -16,7 +16,7 @@ from overspill.api.app import create_app
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
-from tests.api_helpers import live_server
+from tests.api_helpers import live_server, settings_with
 from tests.helpers import ALICE
 
 pytestmark = pytest.mark.slow
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.slow
 def test_many_idle_followers_hold_no_worker_threads(store: ArtifactStore) -> None:
     # AnyIO's thread pool has 40 workers: 60 followers that each parked one (as
     # they used to) would leave none for any other request.
-    app = create_app(store, max_followers=100)
+    app = create_app(store, settings_with(max_followers=100))
     token = store.tokens.create("user:alice", "user").token
     writer = store.open_writer(ALICE)
     writer.write(b"first\n")
@@ -51,7 +51,7 @@ def test_many_idle_followers_hold_no_worker_threads(store: ArtifactStore) -> Non
 
 
 def test_a_principal_past_its_follower_bound_gets_a_429(store: ArtifactStore) -> None:
-    app = create_app(store, max_followers=2)
+    app = create_app(store, settings_with(max_followers=2))
     token = store.tokens.create("user:alice", "user").token
     other = store.tokens.create("user:bob", "user").token
     writer = store.open_writer(ALICE)

@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from overspill.artifacts.store import ArtifactStore
-from overspill.shell.calls import find_calls
+from overspill.shell.wording import find_calls
 from tests.api_helpers import live_server, make_api
 from tests.helpers import BOB, write_artifact
 
@@ -256,7 +256,7 @@ def test_the_http_mount_has_no_bash_and_scopes_every_caller_to_its_own(
         import httpx
 
         r = httpx.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
-        assert r.status_code == 401 and r.json()["error"] == "unauthorized"
+        assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
         r = httpx.post(
             f"{url}/mcp",
             json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},

@@ -38,7 +38,10 @@ def test_the_wheel_holds_only_the_overspill_namespace(wheel: Path) -> None:
     for expected in (
         "overspill/artifacts/store.py",
         "overspill/shell/executor.py",
-        "overspill/api/cli.py",
+        "overspill/api/cli/__init__.py",
+        "overspill/api/py.typed",
+        "overspill/artifacts/py.typed",
+        "overspill/shell/py.typed",
         "overspill/api/static/app.js",
         "overspill/migrations/env.py",
         "overspill/migrations/script.py.mako",
@@ -62,8 +65,10 @@ for generic in ("api", "shell", "artifacts", "migrations"):
     except ModuleNotFoundError:
         continue
     raise SystemExit(f"{generic} is importable")
-from overspill.artifacts.db.engine import MIGRATIONS_DIR
-assert (MIGRATIONS_DIR / "env.py").is_file(), MIGRATIONS_DIR
+import os
+from overspill.artifacts.db.engine import migrations_dir
+assert os.path.isfile(os.path.join(migrations_dir(), "env.py")), migrations_dir()
+assert migrations_dir().startswith(sys.argv[1]), migrations_dir()
 from overspill.api.app import create_app
 create_app()  # the UI's assets and the MCP endpoint resolve inside the package
 print("ok")

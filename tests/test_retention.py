@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import threading
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -430,19 +431,19 @@ def test_cleanup_never_deletes_what_overspill_did_not_write(
 
     def present() -> list[str]:
         if isinstance(store.blobs, LocalBlobStore):
-            root = store.blobs.root
+            root = Path(store.blobs.root)
             return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
         listing = client.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", [])
         return sorted(o["Key"][len(prefix) :] for o in listing)
 
     if isinstance(store.blobs, LocalBlobStore):
         for name in foreign:
-            path = store.blobs.root / name
+            path = Path(store.blobs.root) / name
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(b"not overspill's")
             os.utime(path, (0, 0))  # as old as can be
-        (store.blobs.root / ".tmp-someone-elses").write_bytes(b"x")
-        os.utime(store.blobs.root / ".tmp-someone-elses", (0, 0))
+        (Path(store.blobs.root) / ".tmp-someone-elses").write_bytes(b"x")
+        os.utime(Path(store.blobs.root) / ".tmp-someone-elses", (0, 0))
     else:
         client, bucket, prefix = store.blobs._client, store.blobs.bucket, store.blobs.prefix
         for name in foreign:

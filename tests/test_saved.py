@@ -17,13 +17,13 @@ from overspill.api.client import OverspillClient
 from overspill.api.saved import PreviewBuffer, ResultSaver
 from overspill.artifacts.errors import InvalidArgument
 from overspill.artifacts.store import ArtifactStore
-from overspill.shell.calls import find_calls
 from overspill.shell.result_spill import (
     LegacyResultRoot,
     safe_name,
     session_dir_name,
     sweep_old_result_files,
 )
+from overspill.shell.wording import find_calls
 from tests.api_helpers import live_server, make_api
 from tests.helpers import ALICE
 

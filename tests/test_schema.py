@@ -31,10 +31,10 @@ def test_schema_head_constant_matches_the_newest_migration() -> None:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-    from overspill.artifacts.db.engine import MIGRATIONS_DIR, SCHEMA_HEAD
+    from overspill.artifacts.db.engine import SCHEMA_HEAD, migrations_dir
 
     cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("script_location", migrations_dir())
     assert ScriptDirectory.from_config(cfg).get_heads() == [SCHEMA_HEAD]
 
 

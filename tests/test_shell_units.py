@@ -226,7 +226,7 @@ def test_a_failed_close_is_not_reported(monkeypatch: pytest.MonkeyPatch) -> None
 
 def test_spill_creation_never_follows_a_symlink(tmp_path: Path) -> None:
     target = tmp_path / "victim"
-    d = spill_mod.SpillDirectory.path()
+    d = Path(spill_mod.SpillDirectory.path())
     name = spill_mod.SpillDirectory.next_name("stdout")
     os.symlink(target, d / name)
     # Force the same name: the exclusive create must refuse the planted link.
@@ -387,7 +387,16 @@ def test_settings_read_the_toml_file_and_the_environment_wins(
     [
         ("RETENTION_MODE", "middle", "Input should be 'tail' or 'head_tail'"),
         ("LEGACY_SPILL", "maybe", "Input should be a valid boolean"),
-        ("MAX_OUTPUT_BYTES", "1.5", "Input should be a valid integer"),
+        (
+            "MAX_OUTPUT_BYTES",
+            "1.5",
+            "'1.5' is not a whole number of bytes (e.g. 500000, 10MB, 1.5GiB, 1e9)",
+        ),
+        (
+            "MAX_OUTPUT_BYTES",
+            "10 parsecs",
+            "'10 parsecs' is not a size (e.g. 500000, 10MB, 1.5GiB, 1e9)",
+        ),
         ("SPILL_SWEEP_DAYS", "-1", "Input should be greater than or equal to 0"),
     ],
 )

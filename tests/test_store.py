@@ -364,7 +364,7 @@ def _break_blob_backend(store: ArtifactStore) -> None:
     from overspill.artifacts.blobs.s3 import S3BlobStore
 
     if isinstance(store.blobs, LocalBlobStore):
-        root = store.blobs.root
+        root = Path(store.blobs.root)
         root.rename(root.with_name("moved-away"))
         root.write_bytes(b"not a directory")
     else:

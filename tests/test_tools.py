@@ -12,7 +12,7 @@ from overspill.api.backend import Backend, LocalBackend
 from overspill.api.client import OverspillClient
 from overspill.api.tools import TOOL_DEFINITIONS, ArtifactTools
 from overspill.artifacts.store import ArtifactStore
-from overspill.shell.calls import find_calls
+from overspill.shell.wording import find_calls
 from tests.api_helpers import live_server, make_api
 from tests.helpers import ALICE, BOB, write_artifact
 

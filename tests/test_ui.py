@@ -4,7 +4,7 @@ a real uvicorn server on loopback.
 The suite runs on SQLite + local blobs; one end-to-end case runs on PostgreSQL +
 moto's S3 server (the UI only talks to the API, which every backend pair tests).
 Without Chromium or Playwright the cases are skipped with the reason, unless
-OVERSPILL_REQUIRE_BROWSER is set (CI sets it), and then they fail.
+TEST_OVERSPILL_REQUIRE_BROWSER is set (CI sets it), and then they fail.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from tests.api_helpers import live_server
 from tests.conftest import _truncate_all
 from tests.helpers import make_bucket, store_settings, write_artifact
 
-CHROMIUM = os.environ.get("OVERSPILL_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM = os.environ.get("TEST_OVERSPILL_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 SHOTS = Path(__file__).resolve().parents[1] / "test-artifacts" / "ui"
 ALICE = Principal(name="user:alice", role="user")
@@ -51,7 +51,7 @@ def _browser_reason() -> str | None:
 def browser() -> Iterator[Any]:
     reason = _browser_reason()
     if reason:
-        if os.environ.get("OVERSPILL_REQUIRE_BROWSER"):
+        if os.environ.get("TEST_OVERSPILL_REQUIRE_BROWSER"):
             pytest.fail(reason)
         pytest.skip(reason)
     from playwright.sync_api import sync_playwright

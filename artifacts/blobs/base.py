@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from overspill.artifacts.errors import InvalidArgument
 
@@ -24,15 +23,18 @@ class BlobNotFound(Exception):
     """The key names no object (already deleted, or never published)."""
 
 
-@dataclass(frozen=True)
-class BlobInfo:
+class BlobInfo(NamedTuple):
     key: str
     size: int
     modified: datetime
 
 
 class BlobStore(Protocol):
-    url: str
+    @property
+    def url(self) -> str:
+        """The backend's URL (file:///root, s3://bucket/prefix)."""
+        ...
+
     # The segment size a writer uses on this backend unless configured otherwise.
     segment_bytes: int
 

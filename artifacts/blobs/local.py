@@ -17,7 +17,6 @@ import secrets
 import stat
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 from overspill.artifacts.blobs.base import BlobInfo, BlobNotFound, check_key
 from overspill.artifacts.errors import StorageUnavailable
@@ -41,14 +40,15 @@ class LocalBlobStore:
     # The segments of one publish batch (8 of them) are appended to one file.
     segment_bytes = 8 * 1024 * 1024
 
-    def __init__(self, root: Path) -> None:
-        self.root = Path(os.path.abspath(root))
-        self.url = self.root.as_uri()
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        # A string path: the local server's clients open this backend too, and
+        # pathlib costs each of them ~10 ms to import.
+        self.root = os.path.abspath(root)
         self._ensure_root()
 
     def _ensure_root(self) -> None:
         try:
-            self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.makedirs(self.root, mode=0o700, exist_ok=True)
             st = os.lstat(self.root)
         except OSError as exc:
             raise StorageUnavailable(f"blob root {self.root}: {exc.strerror}") from None
@@ -56,6 +56,12 @@ class LocalBlobStore:
             raise StorageUnavailable(f"blob root {self.root} is not a plain directory")
         if st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) != 0o700:
             os.chmod(self.root, 0o700)
+
+    @property
+    def url(self) -> str:
+        from pathlib import Path
+
+        return Path(self.root).as_uri()
 
     def _open_dir(self, parts: list[str], *, create: bool) -> int:
         """Walk ``parts`` from the root without following links; return a dir fd."""

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any, cast
 
 from overspill.artifacts.blobs.base import BlobInfo, BlobNotFound, check_key
-from overspill.artifacts.content import is_segment_key
+from overspill.artifacts.blobs.keys import is_segment_key
 from overspill.artifacts.errors import StorageUnavailable
 
 if TYPE_CHECKING:

@@ -11,13 +11,14 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.pool import NullPool
 
 from overspill.artifacts.errors import ConfigurationError, StorageUnavailable
+from overspill.artifacts.home import describe_os_error
 
 WRITE_LOCK = "overspill_write_lock"
 """Execution option: this transaction reads then writes; lock up front on SQLite."""
@@ -25,16 +26,51 @@ WRITE_LOCK = "overspill_write_lock"
 SCHEMA_HEAD = "0003"
 """The newest revision in migrations/versions (a test keeps the two in step)."""
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+def migrations_dir() -> str:
+    """Where the Alembic environment is installed (``overspill.migrations``),
+    found as package data, not by counting parent directories."""
+    from importlib.resources import files
+
+    return str(files("overspill.migrations"))
 
 
-def make_engine(url: str, *, pool: bool = True) -> Engine:
+class Timeouts(NamedTuple):
+    """How long one query may run, wait for a lock, or wait for a connection,
+    in seconds (PostgreSQL; SQLite has its own busy timeout). A slow database
+    then answers 503 "busy" at once instead of holding every worker."""
+
+    statement_s: float | None = 30.0
+    lock_s: float | None = 5.0
+    pool_s: float = 10.0
+
+
+def make_engine(
+    url: str,
+    *,
+    pool: bool = True,
+    home: str | None = None,
+    timeouts: Timeouts | None = None,
+) -> Engine:
+    """An engine for ``url``. A SQLite file's directory is created only inside
+    ``home`` (the data directory); anywhere else it must exist already."""
     try:
         if url.startswith("sqlite"):
-            engine = _sqlite_engine(url)
+            engine = _sqlite_engine(url, home)
         elif url.startswith("postgresql"):
-            kwargs: dict[str, Any] = {"pool_pre_ping": True}
-            if not pool:
+            timeouts = timeouts or Timeouts()
+            options = []
+            if timeouts.statement_s:
+                options.append(f"-c statement_timeout={int(timeouts.statement_s * 1000)}")
+            if timeouts.lock_s:
+                options.append(f"-c lock_timeout={int(timeouts.lock_s * 1000)}")
+            kwargs: dict[str, Any] = {
+                "pool_pre_ping": True,
+                "connect_args": {"options": " ".join(options)} if options else {},
+            }
+            if pool:
+                kwargs["pool_timeout"] = timeouts.pool_s
+            else:
                 kwargs["poolclass"] = NullPool
             engine = create_engine(url, **kwargs)
         else:
@@ -52,11 +88,19 @@ def make_engine(url: str, *, pool: bool = True) -> Engine:
     return engine
 
 
-def _sqlite_engine(url: str) -> Engine:
+def _sqlite_engine(url: str, home: str | None) -> Engine:
     path = url.split(":///", 1)[1] if ":///" in url else ""
     if path and path != ":memory:":
         parent = os.path.dirname(os.path.abspath(path))
-        os.makedirs(parent, mode=0o700, exist_ok=True)
+        if not os.path.isdir(parent):
+            inside = home is not None and Path(parent).is_relative_to(os.path.abspath(home))
+            if not inside:
+                raise ConfigurationError(
+                    f"the SQLite database's directory {parent} does not exist; create it, "
+                    "or fix OVERSPILL_DATABASE_URL (only directories inside OVERSPILL_HOME "
+                    "are made for it)"
+                )
+            os.makedirs(parent, mode=0o700, exist_ok=True)
         # Private from the first byte; SQLite gives -wal/-shm the same mode.
         try:
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
@@ -64,8 +108,8 @@ def _sqlite_engine(url: str) -> Engine:
             pass
         except OSError as exc:
             raise StorageUnavailable(
-                f"cannot create database file {path}: {exc.strerror}"
-            ) from None
+                f"cannot create database file {path}: {describe_os_error(exc)}"
+            ) from exc
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
     @event.listens_for(engine, "connect")
@@ -147,7 +191,7 @@ def upgrade(engine: Engine, revision: str = "head") -> None:
     from alembic.config import Config
 
     cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("script_location", migrations_dir())
     check_database(engine)
     with engine.begin() as conn:
         cfg.attributes["connection"] = conn

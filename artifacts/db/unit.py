@@ -13,7 +13,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from sqlalchemy import Engine
-from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.exc import (
+    DataError,
+    DBAPIError,
+    IntegrityError,
+    OperationalError,
+)
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
 from overspill.artifacts.db.engine import WRITE_LOCK, first_line
@@ -46,6 +52,20 @@ def translated() -> Iterator[None]:
     except IntegrityError:
         raise  # a constraint the caller relies on (a race it handles), not an outage
     except DataError as exc:  # e.g. a value out of the column's range
-        raise InvalidArgument(f"the database refused a value: {first_line(exc)}") from None
+        raise InvalidArgument(f"the database refused a value: {first_line(exc)}") from exc
+    except PoolTimeout as exc:
+        raise StorageUnavailable(
+            "database busy: no connection came free in time; try again shortly"
+        ) from exc
     except (OperationalError, DBAPIError) as exc:
-        raise StorageUnavailable(f"database unavailable: {first_line(exc)}") from None
+        reason = first_line(exc)
+        if _busy(exc):
+            raise StorageUnavailable(f"database busy: {reason}; try again shortly") from exc
+        raise StorageUnavailable(f"database unavailable: {reason}") from exc
+
+
+def _busy(exc: BaseException) -> bool:
+    """A statement or lock timeout (PostgreSQL's codes 57014 and 55P03), or
+    SQLite's lock: the database is up but busy."""
+    code = getattr(getattr(exc, "orig", None), "sqlstate", None)
+    return code in ("57014", "55P03") or "database is locked" in str(exc)

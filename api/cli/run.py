@@ -1,0 +1,133 @@
+"""``overspill run -- CMD``: a command through the executor, printing what the
+model should see (``--json``: the result object).
+
+Where an overflowing stream goes is decided here, once: a server's appends
+(``OVERSPILL_URL``), this home's local server (the default: bytes straight into
+the home's blob directory, rows over the socket), or the store opened in this
+process (``OVERSPILL_LOCAL_SERVER=off``). Whichever it is, it is built on a
+background thread at the first overflow (``DeferredSink``), so neither a
+connection nor a server's start ever holds the command's pipe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import signal
+import sys
+import threading
+from typing import Any
+
+from overspill.api.cli.context import CliContext, CliError, positive, size
+from overspill.shell.sink import DeferredSink, OutputSink
+
+
+def register(sub: Any) -> None:
+    run = sub.add_parser(
+        "run", help="run a command through the executor", usage="%(prog)s [OPTIONS] -- COMMAND..."
+    )
+    run.add_argument("--json", action="store_true", help="print the result object")
+    run.add_argument(
+        "--timeout-ms", type=positive("--timeout-ms"), help="deadline in ms (capped at the maximum)"
+    )
+    run.add_argument(
+        "--max-output-bytes", type=size, help="bytes of stdout kept and shown (default 64000)"
+    )
+    run.add_argument("--cwd", help="working directory of the command")
+    run.add_argument("command", nargs=argparse.REMAINDER, help="after --: the command")
+    run.set_defaults(func=cmd_run)
+
+
+def cmd_run(ctx: CliContext, args: argparse.Namespace) -> int:
+    from overspill.shell import ExecRequest, Executor
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise CliError("run needs a command: overspill run [OPTIONS] -- COMMAND...")
+    request = ExecRequest(
+        # One argument is the command as written; several are quoted back into one
+        # (`run -- grep "a b" f` runs grep with "a b", not with a and b).
+        command=command[0] if len(command) == 1 else shlex.join(command),
+        workdir=args.cwd,
+        timeout_ms=args.timeout_ms,
+        max_output_bytes=args.max_output_bytes,
+    )
+    abort, received = _abort_on_signals()
+    result = Executor(ctx.settings.shell, sink(ctx)).run(request, abort=abort)
+    for stream in (result.stdout, result.stderr):
+        if stream.truncated and stream.storage_error:  # stdout stays the model's text
+            reason = stream.storage_error.splitlines()[0]
+            ctx.warn(f"full output not stored: {reason}")
+    if args.json:
+        import json
+
+        print(json.dumps(result.contract_json()))
+    else:
+        # Exactly the text when a program reads it: a newline added there would
+        # hide the final marker from parse_exit_status, which reads only the very
+        # end. A person's prompt gets a line of its own.
+        sys.stdout.write(result.text + ("\n" if sys.stdout.isatty() else ""))
+    if received:
+        return 128 + received[0]
+    if result.timed_out:
+        return 124
+    if result.signal:
+        try:
+            return 128 + int(signal.Signals[result.signal])
+        except KeyError:
+            return 128
+    return result.exit_code or 0
+
+
+def _abort_on_signals() -> tuple[threading.Event, list[int]]:
+    """SIGINT, SIGTERM and SIGHUP abort the command instead of killing us: its
+    whole tree is ended (TERM, grace, KILL), the artifacts are closed with what
+    was captured, and the model still gets its text. Returns the abort event and
+    the signals received (the first decides the exit status, 128+N)."""
+    abort = threading.Event()
+    received: list[int] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        received.append(signum)
+        abort.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, on_signal)
+    return abort, received
+
+
+def sink(ctx: CliContext) -> DeferredSink:
+    """Where the executor streams overflowing output (see the module doc)."""
+    settings = ctx.settings
+    c = settings.client
+    max_bytes = settings.shell.stream_max_bytes
+
+    def build() -> OutputSink:
+        if c.url:
+            from overspill.api.sinks import RemoteSink
+
+            return RemoteSink(ctx.client(), session_id=c.session_id, max_bytes=max_bytes)
+        if c.local_server:
+            from overspill.api.local import LocalServer, LocalServerUnavailable
+            from overspill.api.sinks import LocalServerSink
+
+            try:
+                client = LocalServer(settings).client(c.owner, "admin")
+            except LocalServerUnavailable as exc:
+                ctx.warn(f"{exc.message}; storing from this process instead")
+            else:
+                return LocalServerSink(client, session_id=c.session_id, max_bytes=max_bytes)
+        from overspill.artifacts.records import Principal
+        from overspill.artifacts.store import ArtifactStore
+        from overspill.shell import StoreSink
+
+        return StoreSink(
+            ArtifactStore.open(settings.store),
+            Principal(name=c.owner, role="agent"),
+            session_id=c.session_id,
+            max_bytes=max_bytes,
+        )
+
+    return DeferredSink(build)

@@ -1,0 +1,277 @@
+"""The local server: one ``overspill serve`` per data directory, listening on a
+Unix socket inside it, started by the first verb that needs the store and gone
+when idle (as the build servers of Bazel and Gradle are).
+
+Why: a verb runs once per agent command, and opening the store in it (SQLAlchemy,
+pydantic, the schema check) costs ~0.5 s of CPU before any work; the server pays
+that once and a verb costs little more than the interpreter's start. The server
+also runs the sweeper, so retention frees the disk with nobody starting anything.
+
+This side is the client's and uses the standard library only. Files, all in the
+home (0700) and all 0600:
+
+- ``server.sock``: the socket. Whoever can open it acts as the home's owner,
+  which is who could open the SQLite file anyway; so requests on it name the
+  principal they act for (``X-Overspill-Principal``) instead of a token.
+- ``server.lock``: held (``flock``) by the running server for its whole life. A
+  socket whose lock can be taken belongs to a dead server and is removed.
+- ``server.start``: held by a client while it starts a server, so clients racing
+  to start one end with one.
+- ``server.log``: what the server printed.
+
+On connect a handshake (``GET /v1/local/hello``) checks the server's version,
+home and storage settings; a server that differs is asked to stop and replaced.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import select
+import stat
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from overspill.api.version import VERSION
+from overspill.api.wire import Endpoint, Unreachable, WireClient
+from overspill.artifacts.errors import BY_CODE, OverspillError, StorageUnavailable
+from overspill.artifacts.home import ensure_home
+
+if TYPE_CHECKING:
+    from overspill.api.settings import Settings
+
+SOCKET = "server.sock"
+RUN_LOCK = "server.lock"
+START_LOCK = "server.start"
+LOG = "server.log"
+PRINCIPAL_HEADER = "X-Overspill-Principal"
+ROLE_HEADER = "X-Overspill-Role"
+START_TIMEOUT_S = 20.0
+_SUN_PATH_MAX = 100  # sockaddr_un holds 108 bytes on Linux, 104 on macOS
+
+
+class LocalServerUnavailable(StorageUnavailable):
+    """No local server could be reached or started (the reason says why)."""
+
+
+def fingerprint(settings: Settings) -> str:
+    """What a server's store is: a server of the same home with other storage
+    settings (another database, another blob URL) is not the one to use."""
+    s = settings.store
+    what = "\n".join(
+        (os.path.abspath(s.home), s.database_url or "", s.blob_url or "", s.s3_endpoint_url or "")
+    )
+    return hashlib.sha256(what.encode()).hexdigest()[:16]
+
+
+def socket_path(home: str, name: str = SOCKET) -> str:
+    """``<home>/<name>``, or, when that path is too long for a socket address, a
+    name derived from it in a private directory of this user under the runtime
+    (or temp) directory, as tmux does."""
+    path = os.path.join(os.path.abspath(home), name)
+    if len(os.fsencode(path)) <= _SUN_PATH_MAX:
+        return path
+    base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
+    private = os.path.join(base, f"overspill-{os.getuid()}")
+    try:
+        os.makedirs(private, mode=0o700, exist_ok=True)
+        st = os.lstat(private)
+    except OSError as exc:
+        raise LocalServerUnavailable(f"cannot make {private}: {exc.strerror}") from exc
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise LocalServerUnavailable(f"{private} is not a private directory of this user")
+    digest = hashlib.sha256(os.fsencode(path)).hexdigest()[:24]
+    return os.path.join(private, f"{digest}.sock")
+
+
+@contextmanager
+def flocked(path: str, *, wait: bool = True) -> Iterator[bool]:
+    """An exclusive ``flock`` on ``path`` (made 0600); yields False when ``wait``
+    is off and another process holds it."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
+
+
+class LocalServer:
+    """The local server of one home, as a client sees it."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self.home = os.path.abspath(settings.store.home)
+        self._expected = {"version": VERSION, "home": self.home, "store": fingerprint(settings)}
+
+    @property
+    def endpoint(self) -> Endpoint:
+        return Endpoint.unix(socket_path(self.home))
+
+    def client(self, principal: str, role: str, *, start: bool = True) -> WireClient:
+        """A client acting as ``principal`` with ``role``, on a server that is up
+        (started now if it is not and ``start``)."""
+        headers = {PRINCIPAL_HEADER: principal, ROLE_HEADER: role}
+        client = WireClient(self.endpoint, headers=headers, timeout=300)
+        if self._handshake(client) is None:
+            client.close()
+            if not start:
+                raise LocalServerUnavailable(f"no local server is running for {self.home}")
+            self._start()
+            client = WireClient(self.endpoint, headers=headers, timeout=300)
+            if self._handshake(client) is None:
+                raise LocalServerUnavailable("the local server started but does not answer")
+        return client
+
+    def hello(self) -> dict[str, Any] | None:
+        """The running server's handshake answer, or None if none answers."""
+        with WireClient(self.endpoint, timeout=5) as client:
+            try:
+                answer: dict[str, Any] = client.json("GET", "/v1/local/hello")
+            except OverspillError:
+                return None
+        return answer
+
+    def _handshake(self, client: WireClient) -> dict[str, Any] | None:
+        """The server's identity if it is the right one, else None (and a wrong
+        one is asked to stop)."""
+        try:
+            answer: dict[str, Any] = client.json("GET", "/v1/local/hello")
+        except Unreachable:
+            return None
+        except OverspillError:
+            self.stop()
+            return None
+        if any(answer.get(k) != v for k, v in self._expected.items()):
+            self.stop()
+            return None
+        return answer
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Ask the running server to exit and wait until it has (its lock is
+        free). True if one was running."""
+        lock = os.path.join(self.home, RUN_LOCK)
+        if not os.path.exists(lock):
+            return False
+        with WireClient(self.endpoint, timeout=5) as client:
+            try:
+                client.json("POST", "/v1/local/stop")
+            except OverspillError:
+                pass
+        if self._wait_for_lock(timeout):
+            return True
+        raise LocalServerUnavailable(f"the local server of {self.home} did not stop")
+
+    def _start(self) -> None:
+        ensure_home(self.home)
+        with flocked(os.path.join(self.home, START_LOCK)):
+            probe = WireClient(self.endpoint, timeout=5)
+            try:
+                if self._handshake(probe) is not None:
+                    return  # another client started it while this one waited
+            finally:
+                probe.close()
+            if not self._wait_for_lock(10.0):
+                raise LocalServerUnavailable(
+                    f"a local server of {self.home} holds its lock but does not answer"
+                )
+            with flocked(os.path.join(self.home, RUN_LOCK), wait=False):
+                try:
+                    os.unlink(socket_path(self.home))  # a dead server's socket
+                except FileNotFoundError:
+                    pass
+            self._spawn()
+
+    def _wait_for_lock(self, timeout: float) -> bool:
+        """Wait for the run lock to be free (a server that is stopping)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with flocked(os.path.join(self.home, RUN_LOCK), wait=False) as free:
+                if free:
+                    return True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+
+    def _spawn(self) -> None:
+        import subprocess
+
+        read, write = os.pipe()
+        log = os.open(
+            os.path.join(self.home, LOG),
+            os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC,
+            0o600,
+        )
+        try:
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "overspill.api.cli",
+                    "server",
+                    "run",
+                    "--ready-fd",
+                    str(write),
+                ],
+                pass_fds=(write,),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                cwd=self.home,
+                start_new_session=True,  # the verb's signals and terminal are not its own
+            )
+        except OSError as exc:
+            raise LocalServerUnavailable(f"cannot start the local server: {exc.strerror}") from exc
+        finally:
+            os.close(write)
+            os.close(log)
+        try:
+            answer = _wait_ready(read, START_TIMEOUT_S)
+        finally:
+            os.close(read)
+        if answer == "ready":
+            return
+        if proc.poll() is None:
+            proc.kill()
+        code, _, message = answer.partition(" ")
+        if code in BY_CODE and message:
+            # The store itself refused (a bad setting, a database that is down):
+            # this process could do no better, so that is the answer.
+            raise BY_CODE[code](message)
+        raise LocalServerUnavailable(f"the local server did not start: {self._last_log_line()}")
+
+    def _last_log_line(self) -> str:
+        try:
+            with open(os.path.join(self.home, LOG), "rb") as f:
+                f.seek(max(0, os.fstat(f.fileno()).st_size - 4096))
+                lines = [ln for ln in f.read().decode(errors="replace").splitlines() if ln.strip()]
+        except OSError:
+            lines = []
+        return lines[-1].strip() if lines else f"see {os.path.join(self.home, LOG)}"
+
+
+def _wait_ready(fd: int, timeout: float) -> str:
+    """What the server wrote on ``fd``: ``ready``, or ``<code> <message>`` of the
+    store error that stopped it; "" if it died silently or the time ran out."""
+    deadline = time.monotonic() + timeout
+    got = b""
+    while time.monotonic() < deadline:
+        readable, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not readable:
+            break
+        data = os.read(fd, 4096)
+        if not data:
+            break
+        got += data
+        if got.endswith(b"\n"):
+            break
+    return got.decode(errors="replace").strip()

@@ -1,0 +1,282 @@
+"""``/v1/artifacts/{id}/...`` reads: raw bytes (Range, ETag, follow), a download
+link, and the bounded JSON windows (text, lines, tail, grep).
+
+Every route goes through the store with the caller's principal, so another
+owner's artifact is a 404 exactly like a missing one. The expensive ones (a
+grep, a large range or download) count against the caller's bound on
+concurrent expensive reads (429 past it), so one caller cannot take every
+worker thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import datetime
+from typing import Annotated, Any
+
+import anyio
+from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, Field
+from starlette.background import BackgroundTask
+
+from overspill.api.deps import PrincipalDep, ReaderDep, StoreDep, bearer_secret, content_scope
+from overspill.api.errors import RESPONSES, ErrorBody, error_response
+from overspill.api.limits import LARGE_READ_BYTES
+from overspill.api.ranges import RangeNotSatisfiable, parse_range
+from overspill.api.routes_artifacts import ARTIFACT_ID
+from overspill.artifacts.errors import InvalidArgument, OverspillError
+from overspill.artifacts.follow import Backoff
+from overspill.artifacts.queries import GrepQuery, LineQuery, TailQuery, TextQuery
+from overspill.artifacts.records import GrepResult, LineWindow, TailWindow, TextWindow
+
+router = APIRouter(prefix="/v1/artifacts", tags=["reads"], responses=RESPONSES)
+
+_LIMITED: dict[int | str, dict[str, Any]] = {
+    429: {"model": ErrorBody, "description": "Too many expensive reads at once"}
+}
+
+
+def _expensive(request: Request, who: Any) -> Callable[[], None]:
+    """A slot among the principal's concurrent expensive reads (429 past the bound)."""
+    release: Callable[[], None] = request.app.state.expensive.acquire(who.name)
+    return release
+
+
+def _content_type(media_type: str) -> str:
+    # Served as inert data: text stays plain text, everything else is a download.
+    return (
+        "text/plain; charset=utf-8"
+        if media_type.startswith("text/")
+        else "application/octet-stream"
+    )
+
+
+_INERT = {
+    "X-Content-Type-Options": "nosniff",
+    "Content-Security-Policy": "default-src 'none'; sandbox",
+    "Cache-Control": "private, no-cache",
+}
+
+
+@router.head("/{artifact_id}/content", include_in_schema=False)  # as GET, without the body
+@router.get(
+    "/{artifact_id}/content",
+    response_class=StreamingResponse,
+    responses={
+        200: {"content": {"application/octet-stream": {}}, "description": "The bytes"},
+        206: {"content": {"application/octet-stream": {}}, "description": "A byte range"},
+        304: {"description": "ETag matched"},
+        410: {"model": ErrorBody, "description": "Expired or deleted"},
+        416: {"model": ErrorBody, "description": "Range not satisfiable"},
+        **_LIMITED,
+    },
+)
+def download_content(
+    artifact_id: ARTIFACT_ID,
+    request: Request,
+    store: StoreDep,
+    who: ReaderDep,
+    range_header: str | None = Header(None, alias="range"),
+    if_none_match: str | None = Header(None),
+    follow: bool = Query(False, description="Keep streaming until a writing artifact ends"),
+) -> Response:
+    """Raw bytes. Honours single and suffix `Range`s; ETag is the sha256 once complete."""
+    info, content = store.open_content(who, artifact_id)
+    headers = dict(_INERT)
+    headers["Accept-Ranges"] = "bytes"
+    headers["Content-Disposition"] = f'attachment; filename="{info.id}.{_ext(info.media_type)}"'
+    etag = f'"{info.sha256}"' if info.sha256 and info.complete else None
+    if etag:
+        headers["ETag"] = etag
+        if if_none_match and etag in [t.strip() for t in if_none_match.split(",")]:
+            return Response(status_code=304, headers=headers)
+    metrics = request.app.state.metrics
+    if follow and not info.complete:
+        release = request.app.state.followers.acquire(who.name)
+        return StreamingResponse(
+            _follow(store, who, artifact_id, metrics, release),
+            media_type=_content_type(info.media_type),
+            headers=headers,
+            # Also after the response, for a client gone before the body started
+            # (a generator never started never runs its finally).
+            background=BackgroundTask(release),
+        )
+    try:
+        rng = parse_range(range_header, content.size)
+    except RangeNotSatisfiable:
+        return error_response(
+            416,
+            "range_not_satisfiable",
+            f"range {range_header!r} is outside the {content.size} stored bytes",
+            headers={"Content-Range": f"bytes */{content.size}"},
+        )
+    status = 200
+    start, end = 0, content.size
+    if rng is not None:
+        start, end = rng
+        status = 206
+        # While it is written, the complete length is not known yet: "*".
+        length = content.size if info.complete else "*"
+        headers["Content-Range"] = f"bytes {start}-{end - 1}/{length}"
+    headers["Content-Length"] = str(end - start)
+    # A large range or a whole download holds a worker thread per chunk for as
+    # long as it streams: counted against the principal's expensive reads.
+    release = _expensive(request, who) if end - start > LARGE_READ_BYTES else None
+    return StreamingResponse(
+        _counted(content.iter_range(start, end), metrics, release),
+        status_code=status,
+        media_type=_content_type(info.media_type),
+        headers=headers,
+        background=BackgroundTask(release) if release is not None else None,
+    )
+
+
+class DownloadLink(BaseModel):
+    url: str = Field(..., description="Relative URL of the content, valid without a header")
+    expires_at: datetime
+
+
+_LINK_TTL_S = 120
+
+
+@router.post("/{artifact_id}/download-link", response_model=DownloadLink)
+def download_link(
+    artifact_id: ARTIFACT_ID, request: Request, store: StoreDep, who: PrincipalDep
+) -> DownloadLink:
+    """A short-lived URL for this artifact's content that needs no Authorization
+    header (for a browser download). It stops working when the token is revoked."""
+    store.get(who, artifact_id)  # 404 for another owner's, exactly as for a missing id
+    ticket, expires = store.tokens.ticket(
+        bearer_secret(request), content_scope(artifact_id), _LINK_TTL_S
+    )
+    return DownloadLink(
+        url=f"/v1/artifacts/{artifact_id}/content?ticket={ticket}", expires_at=expires
+    )
+
+
+def _ext(media_type: str) -> str:
+    return "txt" if media_type.startswith("text/") else "bin"
+
+
+def _counted(
+    chunks: Iterator[bytes], metrics: Any, release: Callable[[], None] | None = None
+) -> Iterator[bytes]:
+    try:
+        for chunk in chunks:
+            metrics.bytes_out.inc(len(chunk))
+            yield chunk
+    finally:
+        if release is not None:
+            release()
+
+
+async def _follow(
+    store: Any, who: Any, artifact_id: str, metrics: Any, release: Any
+) -> AsyncIterator[bytes]:
+    """Stream a writing artifact as it grows. Waits on the event loop (a worker
+    thread is borrowed only for each bounded read), so followers never park
+    threads; ``release`` frees the follower's slot however the stream ends."""
+    pos = 0
+    backoff = Backoff()
+    try:
+        while True:
+            try:
+                info, content = await run_in_threadpool(store.open_content, who, artifact_id)
+            except OverspillError:
+                return
+            if content.size > pos:
+                chunks = content.iter_range(pos, content.size)
+                while (chunk := await run_in_threadpool(next, chunks, None)) is not None:
+                    pos += len(chunk)
+                    metrics.bytes_out.inc(len(chunk))
+                    yield chunk
+                backoff.reset()
+            elif info.complete:
+                return
+            else:
+                await anyio.sleep(backoff.next_wait())
+    finally:
+        release()
+
+
+@router.get(
+    "/{artifact_id}/text",
+    response_model=TextWindow,
+    responses={410: {"model": ErrorBody, "description": "Expired or deleted"}, **_LIMITED},
+)
+def read_text(
+    artifact_id: ARTIFACT_ID,
+    request: Request,
+    store: StoreDep,
+    who: PrincipalDep,
+    query: Annotated[TextQuery, Query()],
+) -> TextWindow:
+    """A UTF-8-safe window: never splits a character; `next_offset` continues it."""
+    if query.limit <= LARGE_READ_BYTES:
+        return store.text(who, artifact_id, offset=query.offset, limit=query.limit)
+    release = _expensive(request, who)
+    try:
+        return store.text(who, artifact_id, offset=query.offset, limit=query.limit)
+    finally:
+        release()
+
+
+@router.get(
+    "/{artifact_id}/lines",
+    response_model=LineWindow,
+    responses={410: {"model": ErrorBody, "description": "Expired or deleted"}},
+)
+def read_lines(
+    artifact_id: ARTIFACT_ID,
+    store: StoreDep,
+    who: PrincipalDep,
+    query: Annotated[LineQuery, Query()],
+) -> LineWindow:
+    """A page of lines; `next_line` continues it."""
+    return store.lines(who, artifact_id, query)
+
+
+@router.get(
+    "/{artifact_id}/tail",
+    response_model=TailWindow,
+    responses={410: {"model": ErrorBody, "description": "Expired or deleted"}},
+)
+def read_tail(
+    artifact_id: ARTIFACT_ID,
+    store: StoreDep,
+    who: PrincipalDep,
+    query: Annotated[TailQuery, Query()],
+) -> TailWindow:
+    """The last lines (default 100) or bytes, bounded."""
+    lines, nbytes = query.lines, query.bytes
+    if lines is None and nbytes is None:
+        lines = 100
+    if lines is not None and nbytes is not None:
+        raise InvalidArgument("give lines or bytes for a tail, not both")
+    return store.tail(who, artifact_id, lines=lines, nbytes=nbytes, max_bytes=query.max_bytes)
+
+
+@router.get(
+    "/{artifact_id}/grep",
+    response_model=GrepResult,
+    responses={410: {"model": ErrorBody, "description": "Expired or deleted"}, **_LIMITED},
+)
+def grep_artifact(
+    artifact_id: ARTIFACT_ID,
+    request: Request,
+    store: StoreDep,
+    who: PrincipalDep,
+    query: Annotated[GrepQuery, Query()],
+) -> Response:
+    """Search with RE2 (linear time). `next_offset` resumes a truncated scan."""
+    release = _expensive(request, who)
+    try:
+        found = store.grep(who, artifact_id, query)
+    finally:
+        release()
+    # The store built and checked the record; serialising it once (rather than
+    # FastAPI validating it again against the response model) halves the cost
+    # of a page with thousands of matches.
+    return Response(found.model_dump_json(), media_type="application/json")

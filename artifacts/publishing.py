@@ -1,0 +1,267 @@
+"""Publishing: the transactions that make stored segments part of an artifact,
+renew a writer's lease and record how it ended.
+
+A segment's bytes are stored into a blob first (``artifacts.segment_storage``,
+or a local server's client) and become part of the artifact only when its row
+is published here, in one transaction that checks the offset (and the lease),
+admits the bytes against the owner's quota and counts their lines. Every
+update is conditional on the artifact still being ``writing`` at exactly the
+expected size and, for a leased writer, on still holding the lease, so a racing
+appender or a writer that lost its lease can never corrupt it.
+
+``Publication`` is one writer's ``SegmentPublisher``: these transactions bound
+to its artifact and lease.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from contextlib import nullcontext
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import update
+
+from overspill.artifacts.blobs.base import AppendableBlobStore
+from overspill.artifacts.blobs.keys import is_segment_key, segment_key_base
+from overspill.artifacts.context import Part, StoreContext
+from overspill.artifacts.db.models import Artifact, Segment
+from overspill.artifacts.errors import (
+    Conflict,
+    InvalidArgument,
+    OffsetConflict,
+    QuotaExceeded,
+    StorageUnavailable,
+)
+from overspill.artifacts.retention import effective_policy
+from overspill.artifacts.segments import StagedSegment
+from overspill.artifacts.usage import bump_usage
+
+if TYPE_CHECKING:
+    from overspill.artifacts.quotas import Quotas
+    from overspill.artifacts.sweeper import Sweeper
+
+log = logging.getLogger(__name__)
+
+
+class Publisher(Part):
+    def __init__(self, ctx: StoreContext, quotas: Quotas, sweeper: Sweeper) -> None:
+        super().__init__(ctx)
+        self._quotas = quotas
+        self._sweeper = sweeper
+
+    def for_writer(self, artifact_id: str, token: str | None) -> Publication:
+        return Publication(self, artifact_id, token)
+
+    def publish(
+        self, artifact_id: str, token: str | None, staged: Sequence[StagedSegment]
+    ) -> tuple[int, str | None]:
+        """Add staged segments' rows in one transaction; returns the bytes published
+        and why the owner's quota stopped it early, if it did. Blobs that end up in
+        no row are given back here."""
+        for seg in staged:
+            if not is_segment_key(seg.key, artifact_id) or seg.size <= 0:
+                raise InvalidArgument(f"segment {seg.key!r} is not one of {artifact_id}'s blobs")
+        admitted: list[StagedSegment] = []
+        stop: str | None = None
+        evicted: list[str] = []
+        published = 0
+        try:
+            with self._write() as s:
+                row = s.get(Artifact, artifact_id, with_for_update=True)
+                if row is None or row.state != "writing":
+                    raise Conflict(f"artifact {artifact_id} is no longer being written")
+                if token is not None and row.lease_token != token:
+                    raise Conflict(f"artifact {artifact_id}: writer lost its lease")
+                if row.size_bytes != staged[0].offset:
+                    raise OffsetConflict(
+                        f"append at offset {staged[0].offset} but artifact {artifact_id} has "
+                        f"{row.size_bytes} bytes",
+                        current_size=row.size_bytes,
+                    )
+                policy = effective_policy(s, row.owner, self.settings.default_retention_s)
+                prev = (
+                    s.get(Segment, (artifact_id, row.segment_count - 1))
+                    if row.segment_count
+                    else None
+                )
+                line_offset = prev.line_offset + prev.newlines if prev else 0
+                now = self.clock.now()
+                expected = row.size_bytes
+                for seg in staged:
+                    if seg.offset != expected:
+                        raise InvalidArgument(
+                            f"segments of {artifact_id} must follow each other: one starts at "
+                            f"{seg.offset}, expected {expected}"
+                        )
+                    expected += seg.size
+                    try:
+                        # A refusal must undo any eviction it tried, and only that.
+                        with s.begin_nested() if policy.quota_bytes is not None else nullcontext():
+                            evicted += self._quotas.admit(
+                                s, row.owner, policy, seg.size, writing=row.id
+                            )
+                    except QuotaExceeded as exc:
+                        stop = exc.message
+                        break
+                    s.add(
+                        Segment(
+                            artifact_id=artifact_id,
+                            seq=row.segment_count,
+                            offset=seg.offset,
+                            size=seg.size,
+                            blob_key=seg.key,
+                            blob_offset=seg.offset - segment_key_base(seg.key),
+                            line_offset=line_offset,
+                            newlines=seg.newlines,
+                            created_at=now,
+                        )
+                    )
+                    row.segment_count += 1
+                    row.line_count = (
+                        line_offset + seg.newlines + (0 if seg.ends_with_newline else 1)
+                    )
+                    line_offset += seg.newlines
+                    bump_usage(s, row.owner, seg.size, 0)
+                    admitted.append(seg)
+                published = sum(seg.size for seg in admitted)
+                row.size_bytes += published
+                row.total_bytes = max(row.total_bytes, row.size_bytes)
+                row.updated_at = now
+                if row.lease_expires_at is not None:
+                    row.lease_expires_at = now + timedelta(seconds=self.settings.lease_seconds)
+        except BaseException:
+            admitted = []
+            raise
+        finally:
+            self._reclaim_unadmitted(staged, len(admitted))
+        self.purge_all(evicted)
+        return published, stop
+
+    def _reclaim_unadmitted(self, staged: Sequence[StagedSegment], admitted: int) -> None:
+        """Take back the bytes of segments that were never made part of the artifact:
+        a blob no admitted segment uses is deleted, a shared one is cut back to its
+        admitted end. On failure the orphan reconciler reclaims whole blobs later."""
+        ends: dict[str, int] = {}
+        for seg in staged[:admitted]:
+            end = seg.offset + seg.size - segment_key_base(seg.key)
+            ends[seg.key] = max(ends.get(seg.key, 0), end)
+        unused = list(dict.fromkeys(s.key for s in staged[admitted:] if s.key not in ends))
+        cut = {s.key for s in staged[admitted:]} & ends.keys()
+        blobs = self.blobs
+        try:
+            if unused:
+                blobs.delete_many(unused)
+            if cut and isinstance(blobs, AppendableBlobStore):  # only placed blobs are shared
+                for key in cut:
+                    blobs.truncate(key, ends[key])
+        except StorageUnavailable:
+            pass
+
+    def renew(self, artifact_id: str, token: str | None) -> None:
+        now = self.clock.now()
+        same_writer = (
+            Artifact.lease_token == token if token is not None else Artifact.lease_token.is_(None)
+        )
+        with self._write() as s:
+            s.execute(
+                update(Artifact)
+                .where(
+                    Artifact.id == artifact_id,
+                    same_writer,
+                    Artifact.state == "writing",
+                    Artifact.lease_expires_at.is_not(None),
+                )
+                .values(lease_expires_at=now + timedelta(seconds=self.settings.lease_seconds))
+            )
+
+    def finish(
+        self,
+        artifact_id: str,
+        token: str | None,
+        state: str,
+        total: int,
+        sha: str | None,
+        error: str | None,
+        source_update: dict[str, Any] | None = None,
+        *,
+        hashed_size: int | None = None,
+    ) -> None:
+        """Record the final state. ``total`` is what the producer offered: a state
+        of ``complete`` with fewer bytes stored than that is never recorded (it
+        becomes ``capped``, ``failed`` or ``incomplete`` by what went wrong)."""
+        now = self.clock.now()
+        with self._write() as s:
+            row = s.get(Artifact, artifact_id, with_for_update=True)
+            if row is None or row.state != "writing":
+                return
+            if token is not None and row.lease_token != token:
+                return
+            if hashed_size is not None and row.size_bytes != hashed_size:
+                # An append landed after the hash was computed: recording it would
+                # give the artifact a sha256 (and ETag) of other bytes.
+                raise OffsetConflict(
+                    f"artifact {artifact_id} grew to {row.size_bytes} bytes while it was "
+                    f"being completed ({hashed_size} hashed); complete it again",
+                    current_size=row.size_bytes,
+                )
+            if state == "capped" and row.total_bytes > total:
+                total = row.total_bytes
+            total = max(total, row.total_bytes, row.size_bytes)
+            if state == "complete" and row.size_bytes < total:
+                # Bytes were offered that no segment holds: whatever the writer
+                # believed, the artifact is not the whole output.
+                state, sha = "incomplete", None
+                error = error or (
+                    f"{row.size_bytes} of {total} bytes were stored; the rest never arrived"
+                )
+            row.state = state
+            if source_update:
+                row.source = {**(row.source or {}), **source_update}
+            row.total_bytes = total
+            row.sha256 = sha
+            row.error = error
+            row.completed_at = now
+            row.updated_at = now
+            row.lease_token = None
+            row.lease_expires_at = None
+
+    def mark_total(self, artifact_id: str, total: int) -> None:
+        with self._write() as s:
+            row = s.get(Artifact, artifact_id, with_for_update=True)
+            if row is not None and total > row.total_bytes:
+                row.total_bytes = total
+
+    def purge_all(self, artifact_ids: list[str]) -> None:
+        for artifact_id in artifact_ids:
+            try:
+                self._sweeper.purge([artifact_id])
+            except StorageUnavailable:
+                pass  # the tombstone stays unpurged; the sweeper retries
+
+
+class Publication:
+    """One writer's ``SegmentPublisher``: the publisher bound to its artifact and
+    lease (``token``; None for HTTP uploads, whose appends hold the lease)."""
+
+    def __init__(self, publisher: Publisher, artifact_id: str, token: str | None) -> None:
+        self._publisher = publisher
+        self._id = artifact_id
+        self._token = token
+
+    def publish(self, staged: Sequence[StagedSegment]) -> tuple[int, str | None]:
+        return self._publisher.publish(self._id, self._token, staged)
+
+    def renew(self) -> None:
+        self._publisher.renew(self._id, self._token)
+
+    def finish(
+        self,
+        state: str,
+        total: int,
+        sha256: str | None,
+        error: str | None,
+        source_update: dict[str, Any] | None,
+    ) -> None:
+        self._publisher.finish(self._id, self._token, state, total, sha256, error, source_update)
