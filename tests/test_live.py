@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -70,7 +71,9 @@ def _env(settings: StoreSettings, **extra: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def shared_store(tmp_path: Path, database_url: str, server_blob_url: tuple[str, str | None]):
+def shared_store(
+    tmp_path: Path, database_url: str, server_blob_url: tuple[str, str | None]
+) -> Iterator[ArtifactStore]:
     url, endpoint = server_blob_url
     settings = StoreSettings(
         home=tmp_path,
@@ -92,8 +95,8 @@ def _next_line(proc: subprocess.Popen[str], want: int) -> dict[str, object]:
             raise AssertionError(
                 f"reader exited early: {proc.stderr.read() if proc.stderr else ''}"
             )
-        event = json.loads(line)
-        if event["size"] >= want:
+        event: dict[str, object] = json.loads(line)
+        if int(event["size"]) >= want:  # type: ignore[call-overload]
             return event
 
 

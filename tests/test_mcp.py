@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -249,7 +250,9 @@ def test_the_http_mount_has_no_bash_and_scopes_every_caller_to_its_own(
             listing = text_of(await client.call_tool("artifact_list", {"all_sessions": True}))
             assert mine in listing and theirs not in listing
             resource = await client.read_resource(f"artifact://{mine}")
-            assert resource.contents[0].text.startswith(f"[{mine}: bytes 0-16000 of 168894")
+            (first,) = resource.contents
+            assert isinstance(first, types.TextResourceContents)
+            assert first.text.startswith(f"[{mine}: bytes 0-16000 of 168894")
 
         run_http(url, api.alice, body)
 

@@ -58,7 +58,7 @@ def normalise(text: str) -> str:
 
 def run(store: ArtifactStore, command: str, request: dict[str, object], **settings: object) -> str:
     values: dict[str, object] = {"max_output_bytes": 120, "grace_ms": 300, **settings}
-    ex = Executor(ShellSettings(**values), StoreSink(store, ALICE))  # type: ignore[arg-type]
+    ex = Executor(ShellSettings(**values), StoreSink(store, ALICE))
     return ex.run(ExecRequest(command=command, **request)).text  # type: ignore[arg-type]
 
 

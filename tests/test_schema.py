@@ -21,10 +21,21 @@ def test_migrated_schema_matches_the_models(database_url: str) -> None:
 def test_upgrade_is_idempotent(database_url: str) -> None:
     from overspill.artifacts.db.engine import upgrade
 
+    from sqlalchemy import inspect, text
+
+    from overspill.artifacts.db.engine import SCHEMA_HEAD
+
     engine = make_engine(database_url)
     upgrade(engine)
+    with engine.connect() as conn:
+        before = sorted(inspect(conn).get_table_names())
     upgrade(engine)
+    with engine.connect() as conn:
+        after = sorted(inspect(conn).get_table_names())
+        revisions = conn.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
     engine.dispose()
+    assert before == after and "artifacts" in after
+    assert revisions == [SCHEMA_HEAD]
 
 
 def test_schema_head_constant_matches_the_newest_migration() -> None:

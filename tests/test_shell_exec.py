@@ -24,7 +24,7 @@ FAST = dict(grace_ms=300, legacy_spill=True)
 
 
 def _executor(**overrides: object) -> Executor:
-    return Executor(ShellSettings(**{**FAST, **overrides}))  # type: ignore[arg-type]
+    return Executor(ShellSettings(**{**FAST, **overrides}))
 
 
 def _pids_alive(path: Path) -> list[int]:

@@ -8,6 +8,7 @@ import re
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -141,10 +142,12 @@ class _ListSink:
     def artifact_id(self) -> str:
         return "art_TEST"
 
-    def write(self, data: bytes, newlines: int | None = None) -> None:
+    def write(self, data: bytes | memoryview, newlines: int | None = None) -> None:
         self.data += data
 
-    def close(self, source_update: dict) -> tuple[ArtifactRef, str | None]:  # type: ignore[type-arg]
+    def close(
+        self, source_update: dict[str, Any], total_bytes: int | None = None
+    ) -> tuple[ArtifactRef | None, str | None]:
         return ArtifactRef(
             id="art_TEST",
             state="complete",
@@ -379,7 +382,7 @@ def test_settings_read_the_toml_file_and_the_environment_wins(
     assert s.grace_ms == 400.0 and s.timeout_ms == 120_000
     assert s.replace(grace_ms=10).grace_ms == 10 and s.grace_ms == 400.0
     with pytest.raises(AttributeError):
-        s.grace_ms = 1  # type: ignore[misc]
+        s.grace_ms = 1
 
 
 @pytest.mark.parametrize(

@@ -83,7 +83,7 @@ def test_a_signal_ends_the_whole_tree_and_still_prints_the_tail_and_the_artifact
     assert art["id"] in result["text"] and art["state"] == "complete"
     assert art["size_bytes"] == result["stdout"]["total_bytes"] == 588895
     for pid in pids:
-        assert _wait(lambda pid=pid: _gone(pid)), f"pid {pid} survived"  # type: ignore[misc]
+        assert _wait(lambda pid=pid: _gone(pid)), f"pid {pid} survived"
     store = ArtifactStore.open(StoreSettings(home=tmp_path / "home"))
     try:
         info = store.get(Principal(name="x", role="admin"), art["id"])
@@ -98,7 +98,7 @@ def test_a_killed_cli_takes_its_command_tree_with_it(tmp_path: Path) -> None:
     proc.kill()  # SIGKILL: nothing in overspill runs any more
     proc.communicate(timeout=10)
     for pid in pids:
-        assert _wait(lambda pid=pid: _gone(pid)), f"pid {pid} survived"  # type: ignore[misc]
+        assert _wait(lambda pid=pid: _gone(pid)), f"pid {pid} survived"
 
 
 def test_a_normal_run_leaves_no_watchdog_behind(tmp_path: Path) -> None:

@@ -99,7 +99,12 @@ def page(browser: Any) -> Iterator[Any]:
     pg = context.new_page()
     errors: list[str] = []
     pg.on("pageerror", lambda exc: errors.append(str(exc)))
-    pg.on("dialog", lambda d: errors.append(f"unexpected dialog: {d.message}") or d.dismiss())
+
+    def on_dialog(d: Any) -> None:
+        errors.append(f"unexpected dialog: {d.message}")
+        d.dismiss()
+
+    pg.on("dialog", on_dialog)
     yield pg
     context.close()
     assert not errors, errors
@@ -384,7 +389,8 @@ def test_pin_unpin_and_retention_changes_say_what_applied(page: Any, site: Site)
     page.click("dialog[open] button.primary")
     page.wait_for_selector(".flash:has-text('Clamped')")
     info = site.store.get(ALICE, art)
-    assert info.retention_clamped and (info.expires_at - info.created_at).days == 30
+    assert info.retention_clamped and info.expires_at is not None
+    assert (info.expires_at - info.created_at).days == 30
     assert "clamped" in page.inner_text("dl.meta")
 
     page.click("button:has-text('Retention…')")
