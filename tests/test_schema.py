@@ -19,11 +19,9 @@ def test_migrated_schema_matches_the_models(database_url: str) -> None:
 
 
 def test_upgrade_is_idempotent(database_url: str) -> None:
-    from overspill.artifacts.db.engine import upgrade
-
     from sqlalchemy import inspect, text
 
-    from overspill.artifacts.db.engine import SCHEMA_HEAD
+    from overspill.artifacts.db.engine import SCHEMA_HEAD, upgrade
 
     engine = make_engine(database_url)
     upgrade(engine)
