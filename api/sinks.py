@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from overspill.api.wire import WireClient
+from overspill.api.wire import Unreachable, WireClient
 from overspill.artifacts.errors import OverspillError
 from overspill.artifacts.segments import StagedSegment
 from overspill.artifacts.writer import ArtifactWriter
@@ -49,14 +49,23 @@ class _WriterStream:
         try:
             info = self._client.json("GET", f"/v1/artifacts/{result.id}")
         except OverspillError as exc:
+            state, error = result.state, result.error or exc.message
+            if isinstance(exc, Unreachable) and state != "complete":
+                # The server went away mid-run: what it published stays, and the
+                # artifact ends incomplete when its lease lapses. Say so as it is.
+                state = "incomplete"
+                error = (
+                    f"the server stopped while the output was stored ({exc.message}); "
+                    f"{result.size_bytes} of {result.total_bytes} bytes were stored"
+                )
             ref = ArtifactRef(
                 id=result.id,
-                state=result.state,
+                state=state,
                 size_bytes=result.size_bytes,
                 total_bytes=result.total_bytes,
                 sha256=None,
             )
-            return ref, result.error or exc.message
+            return ref, error
         ref = ArtifactRef(
             id=info["id"],
             state=info["state"],

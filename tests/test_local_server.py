@@ -1,0 +1,228 @@
+"""The local server: started by the first verb that needs the store, shared by
+the next ones, replaced when it differs, gone when idle, private, and never a
+reason to lose a stored byte. Real processes on a real home."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import local_servers
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
+    env.update(OVERSPILL_HOME=str(home), OVERSPILL_OWNER="user:tester", **extra)
+    return env
+
+
+def _cli(
+    home: Path, *args: str, stdin: bytes = b"", **extra: str
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "overspill.api.cli", *args],
+        input=stdin,
+        capture_output=True,
+        env=_env(home, **extra),
+        timeout=120,
+        check=False,
+    )
+
+
+def _pids(home: Path) -> list[int]:
+    return [pid for pid, _ in local_servers(str(home))]
+
+
+def _wait_for(check: object, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():  # type: ignore[operator]
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_verb_on_a_fresh_home_starts_the_server_and_the_next_verb_reuses_it(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    art = _cli(home, "put", stdin=b"hello\n").stdout.decode().strip()
+    first = _pids(home)
+    assert len(first) == 1
+    assert _cli(home, "cat", art).stdout == b"hello\n"
+    assert _pids(home) == first  # the same process answered
+    status = json.loads(_cli(home, "server", "status", "--json").stdout)
+    assert status["pid"] == first[0] and status["home"] == str(home)
+
+
+def test_the_socket_is_0600_and_the_home_0700(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _cli(home, "ls")
+    sock = home / "server.sock"
+    assert stat.S_ISSOCK(sock.stat().st_mode)
+    assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+
+
+def test_concurrent_first_calls_start_exactly_one_server(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with ThreadPoolExecutor(6) as pool:
+        results = list(pool.map(lambda _: _cli(home, "ls"), range(6)))
+    assert all(r.returncode == 0 for r in results), [r.stderr for r in results]
+    assert len(_pids(home)) == 1
+
+
+_OLD_RELEASE = (
+    "import overspill.api.version as v\n"
+    "v.VERSION = '0.0.1'\n"
+    "from overspill.api.cli import main\n"
+    "main(['server', 'run'])\n"
+)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1].startswith("Z")  # a zombie has exited
+    except OSError:
+        return True
+
+
+def test_a_server_that_differs_is_stopped_and_replaced(tmp_path: Path) -> None:
+    """Another release's server, or one with other storage settings for the home."""
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    old = subprocess.Popen(
+        [sys.executable, "-c", _OLD_RELEASE, "server", "run"],
+        cwd=home,
+        env=_env(home),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    assert _wait_for(lambda: (home / "server.sock").exists())
+    hello = json.loads(_cli(home, "server", "status", "--json").stdout)
+    assert hello["version"] == "0.0.1" and hello["pid"] == old.pid
+    assert _cli(home, "ls").returncode == 0
+    assert old.wait(timeout=30) == 0  # asked to stop, it stopped
+    (new,) = _pids(home)
+    assert new != old.pid
+    assert json.loads(_cli(home, "server", "status", "--json").stdout)["version"] != "0.0.1"
+    _cli(home, "ls", OVERSPILL_SEGMENT_BYTES="128KiB")
+    assert _pids(home) == [new]  # a tuning setting is not the store's identity...
+    _cli(home, "ls", OVERSPILL_BLOB_URL=(tmp_path / "elsewhere").as_uri())
+    (other,) = _pids(home)
+    assert other != new  # ...where the blobs live is
+
+
+def test_the_idle_timeout_stops_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _cli(home, "ls", OVERSPILL_LOCAL_SERVER_IDLE_S="1")
+    (pid,) = _pids(home)
+    assert _wait_for(lambda: _gone(pid)), "the idle server still runs"
+    assert not (home / "server.sock").exists()
+
+
+def test_server_stop_stops_it_and_the_next_verb_starts_a_new_one(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _cli(home, "ls")
+    (pid,) = _pids(home)
+    stop = _cli(home, "server", "stop")
+    assert stop.stdout == b"stopped the local server\n"
+    assert _wait_for(lambda: _gone(pid))
+    assert _cli(home, "server", "status").stdout.startswith(b"no local server is running")
+    assert _cli(home, "ls").returncode == 0 and len(_pids(home)) == 1
+
+
+def test_a_stale_socket_of_a_dead_server_is_replaced(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    _cli(home, "ls")
+    (pid,) = _pids(home)
+    os.kill(pid, signal.SIGKILL)
+    assert _wait_for(lambda: _gone(pid))
+    assert (home / "server.sock").exists()  # left behind by the dead server
+    assert _cli(home, "ls").returncode == 0
+    assert len(_pids(home)) == 1 and _pids(home) != [pid]
+
+
+def test_local_server_off_never_starts_one_and_every_verb_still_works(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    off = {"OVERSPILL_LOCAL_SERVER": "off"}
+    run = _cli(home, "run", "--json", "--", "seq 1 30000", **off)
+    art = json.loads(run.stdout)["stdout"]["artifact"]
+    assert art["state"] == "complete"
+    put = _cli(home, "put", stdin=b"x\n", **off).stdout.decode().strip()
+    assert _cli(home, "cat", put, **off).stdout == b"x\n"
+    assert _cli(home, "cat", art["id"], "--tail", "1", **off).stdout == b"30000\n"
+    assert art["id"] in _cli(home, "ls", **off).stdout.decode()
+    assert _pids(home) == []
+    assert not [p for p in home.iterdir() if p.name.endswith(".sock")]
+
+
+def test_killing_the_server_during_a_run_loses_no_stored_byte_and_says_why(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    _cli(home, "ls", OVERSPILL_LEASE_SECONDS="2")  # the server's own setting
+    (pid,) = _pids(home)
+    # ~4 s of output, a batch a tenth of a second: the server dies in the middle.
+    command = "for i in $(seq 1 40); do seq $((i*10000)) $((i*10000+9999)); sleep 0.1; done"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "overspill.api.cli", "run", "--json", "--", command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=_env(home),
+    )
+    time.sleep(1.5)
+    os.kill(pid, signal.SIGKILL)
+    out, err = run.communicate(timeout=120)
+    result = json.loads(out)
+    stdout = result["stdout"]
+    assert stdout["storage_error"] and "server" in stdout["storage_error"]
+    assert stdout["artifact"]["state"] == "incomplete"
+    assert "[exit code" not in result["text"]  # the command itself ran to its end
+    stored = stdout["artifact"]["size_bytes"]
+    assert stored > 0
+    # A new server serves what the dead one had published, byte for byte.
+    art = stdout["artifact"]["id"]
+    expected = subprocess.run(["bash", "-c", command], capture_output=True).stdout
+    time.sleep(2.5)  # the writer's lease lapses
+    info = json.loads(_cli(home, "info", art, "--json").stdout)
+    assert info["state"] == "incomplete" and info["size_bytes"] >= stored
+    assert _cli(home, "cat", art).stdout == expected[: info["size_bytes"]]
+
+
+def test_with_a_server_url_no_verb_loads_the_database_layer(tmp_path: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from overspill.api.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in\n"
+        "      ('sqlalchemy', 'pydantic', 'fastapi', 'httpx', 'uvicorn')), file=sys.stderr)\n"
+    )
+    for args in (("ls",), ("cat", "art_" + "0" * 26), ("run", "--", "seq 1 30000")):
+        out = subprocess.run(
+            [sys.executable, "-c", probe, *args],
+            capture_output=True,
+            env=_env(tmp_path, OVERSPILL_URL="http://127.0.0.1:9", OVERSPILL_TOKEN="ovs_x"),
+            timeout=60,
+        )
+        assert out.stderr.decode().strip().splitlines()[-1] == "[]", (args, out.stderr)
+    assert _pids(tmp_path) == []
+
+
+@pytest.mark.parametrize("verb", [("ls",), ("put",)])
+def test_a_home_that_cannot_be_made_is_one_line(tmp_path: Path, verb: tuple[str, ...]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    out = _cli(blocker / "home", *verb, stdin=b"x")
+    assert out.returncode == 1 and len(out.stderr.splitlines()) == 1, out.stderr
+    assert b"Traceback" not in out.stderr
