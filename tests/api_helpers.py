@@ -51,18 +51,29 @@ def make_api(store: ArtifactStore) -> Api:
 @contextmanager
 def live_server(app: FastAPI) -> Iterator[str]:
     """Serve ``app`` with uvicorn on a free loopback port; yield its base URL."""
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    with serving(app) as (url, _):
+        yield url
+
+
+@contextmanager
+def serving(app: FastAPI) -> Iterator[tuple[str, uvicorn.Server]]:
+    """``live_server``, on the listening socket ``overspill serve`` makes, and the
+    uvicorn server too (for a look at its connections)."""
+    from overspill.api.server import tcp_socket
+
+    sock = tcp_socket("127.0.0.1", 0)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 15
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("uvicorn did not start")
         time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
+    port = sock.getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}", server
     finally:
         server.should_exit = True
         thread.join(timeout=15)

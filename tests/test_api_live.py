@@ -35,7 +35,7 @@ def server(store: ArtifactStore) -> Iterator[tuple[Api, str]]:
 
 def _cli(url: str, token: str, *args: str) -> subprocess.CompletedProcess[bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
-    env.update(OVERSPILL_URL=url, OVERSPILL_TOKEN=token, PYTHONPATH=str(ROOT))
+    env.update(OVERSPILL_URL=url, OVERSPILL_TOKEN=token)
     return subprocess.run(
         [sys.executable, "-m", "overspill.api.cli", *args],
         capture_output=True,

@@ -183,7 +183,7 @@ def test_killing_the_server_during_a_run_loses_no_stored_byte_and_says_why(
     )
     time.sleep(1.5)
     os.kill(pid, signal.SIGKILL)
-    out, err = run.communicate(timeout=120)
+    out, _ = run.communicate(timeout=120)
     result = json.loads(out)
     stdout = result["stdout"]
     assert stdout["storage_error"] and "server" in stdout["storage_error"]
