@@ -26,13 +26,13 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
 
 
 def _cli(
-    home: Path, *args: str, stdin: bytes = b"", **extra: str
+    home: Path, *args: str, stdin: bytes = b"", **extra: object
 ) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [sys.executable, "-m", "overspill.api.cli", *args],
         input=stdin,
         capture_output=True,
-        env=_env(home, **extra),
+        env=_env(home, **{k: str(v) for k, v in extra.items()}),
         timeout=120,
         check=False,
     )
@@ -155,14 +155,16 @@ def test_a_stale_socket_of_a_dead_server_is_replaced(tmp_path: Path) -> None:
 
 def test_local_server_off_never_starts_one_and_every_verb_still_works(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    off = {"OVERSPILL_LOCAL_SERVER": "off"}
-    run = _cli(home, "run", "--json", "--", "seq 1 30000", **off)
+    run = _cli(home, "run", "--json", "--", "seq 1 30000", OVERSPILL_LOCAL_SERVER="off")
     art = json.loads(run.stdout)["stdout"]["artifact"]
     assert art["state"] == "complete"
-    put = _cli(home, "put", stdin=b"x\n", **off).stdout.decode().strip()
-    assert _cli(home, "cat", put, **off).stdout == b"x\n"
-    assert _cli(home, "cat", art["id"], "--tail", "1", **off).stdout == b"30000\n"
-    assert art["id"] in _cli(home, "ls", **off).stdout.decode()
+    put = _cli(home, "put", stdin=b"x\n", OVERSPILL_LOCAL_SERVER="off").stdout.decode().strip()
+    assert _cli(home, "cat", put, OVERSPILL_LOCAL_SERVER="off").stdout == b"x\n"
+    assert (
+        _cli(home, "cat", art["id"], "--tail", "1", OVERSPILL_LOCAL_SERVER="off").stdout
+        == b"30000\n"
+    )
+    assert art["id"] in _cli(home, "ls", OVERSPILL_LOCAL_SERVER="off").stdout.decode()
     assert _pids(home) == []
     assert not [p for p in home.iterdir() if p.name.endswith(".sock")]
 

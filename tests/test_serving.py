@@ -25,10 +25,7 @@ def test_accepted_connections_have_tcp_nodelay(store: ArtifactStore) -> None:
     with serving(api.app) as (url, server):
         client = WireClient(Endpoint.parse(url), token=api.alice)
         assert client.json("GET", "/healthz") == {"status": "ok"}  # kept alive
-        sockets = [
-            c.transport.get_extra_info("socket")  # type: ignore[attr-defined]
-            for c in server.server_state.connections
-        ]
+        sockets = [c.transport.get_extra_info("socket") for c in server.server_state.connections]
         assert sockets and all(
             s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) for s in sockets
         )
@@ -104,7 +101,7 @@ def test_health_checks_answer_while_every_worker_thread_is_busy(store: ArtifactS
     release = threading.Event()
     with serving(api.app) as (url, server):
         # Occupy the whole worker pool (40 threads) from inside the server's loop.
-        loop = server.servers[0].get_loop()  # type: ignore[attr-defined]
+        loop = server.servers[0].get_loop()
         import asyncio
 
         async def hog() -> None:
