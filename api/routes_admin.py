@@ -44,6 +44,7 @@ class UsageRow(BaseModel):
     owner: str
     bytes: int
     artifacts: int
+    legacy_spill_bytes: int = Field(0, description="Legacy spill files of these artifacts")
     by_state: dict[str, dict[str, int]]
 
 

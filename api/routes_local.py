@@ -125,5 +125,6 @@ def finish(artifact_id: str, body: Finish, store: StoreDep, who: PrincipalDep) -
         body.sha256,
         check_text("error", body.error),
         source,
+        local_writer=True,  # the socket's owner, on this machine
     )
     return store.get(who, artifact_id)

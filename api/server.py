@@ -22,7 +22,7 @@ from typing import Any
 import uvicorn
 
 from overspill.api.app import create_app
-from overspill.api.cleanup import PeriodicSweeper
+from overspill.api.cleanup import PeriodicSweeper, sweep_soon
 from overspill.api.local import RUN_LOCK, fingerprint, flocked, socket_path
 from overspill.api.settings import Settings
 from overspill.api.version import VERSION
@@ -235,6 +235,7 @@ def start_in_thread(settings: Settings) -> tuple[Endpoint, Callable[[], None]]:
     Returns its endpoint and the function that stops it."""
     home = ensure_home(settings.store.home)
     store = ArtifactStore.open(settings.store)
+    sweep_soon(store, settings.shell, settings.server.sweep_interval_s)
     path = socket_path(home, f"inproc-{os.getpid()}.sock")
     sock = _unix_socket(path)
     app = create_app(store, settings, local=True)

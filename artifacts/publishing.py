@@ -36,6 +36,7 @@ from overspill.artifacts.errors import (
 )
 from overspill.artifacts.retention import effective_policy
 from overspill.artifacts.segments import StagedSegment
+from overspill.artifacts.spill_files import is_spill_path
 from overspill.artifacts.usage import bump_usage
 
 if TYPE_CHECKING:
@@ -187,10 +188,24 @@ class Publisher(Part):
         source_update: dict[str, Any] | None = None,
         *,
         hashed_size: int | None = None,
+        local_writer: bool = False,
     ) -> None:
         """Record the final state. ``total`` is what the producer offered: a state
         of ``complete`` with fewer bytes stored than that is never recorded (it
-        becomes ``capped``, ``failed`` or ``incomplete`` by what went wrong)."""
+        becomes ``capped``, ``failed`` or ``incomplete`` by what went wrong).
+
+        A writer on this machine (``local_writer``) may record the legacy spill
+        file it wrote (``source_update["spill"] = {"path", "bytes"}``), which then
+        follows the artifact; from anyone else the key is dropped, since the path
+        means nothing (or the wrong thing) here."""
+        source_update = dict(source_update or {})
+        spill = source_update.pop("spill", None)
+        if (
+            not local_writer
+            or not isinstance(spill, dict)
+            or not is_spill_path(str(spill.get("path")))
+        ):
+            spill = None
         now = self.clock.now()
         with self._write() as s:
             row = s.get(Artifact, artifact_id, with_for_update=True)
@@ -219,6 +234,9 @@ class Publisher(Part):
             row.state = state
             if source_update:
                 row.source = {**(row.source or {}), **source_update}
+            if spill is not None:
+                row.spill_path = str(spill["path"])
+                row.spill_bytes = int(spill.get("bytes") or 0)
             row.total_bytes = total
             row.sha256 = sha
             row.error = error
@@ -264,4 +282,6 @@ class Publication:
         error: str | None,
         source_update: dict[str, Any] | None,
     ) -> None:
-        self._publisher.finish(self._id, self._token, state, total, sha256, error, source_update)
+        self._publisher.finish(
+            self._id, self._token, state, total, sha256, error, source_update, local_writer=True
+        )

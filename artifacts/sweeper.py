@@ -15,7 +15,8 @@ the same artifact and never block each other; a sweeper that dies mid-way loses
 its claim when the deadline passes. A reader racing a purge gets the bytes or a
 410, never wrong bytes: segments are deleted only after the row is a tombstone.
 
-About 420 lines because the passes share that claim discipline (claim, act,
+About 480 lines because the passes (and the claim of a whole pass, ``run_if_due``)
+share that claim discipline (claim, act,
 release or lose the claim at its deadline), which is easiest to check in one place.
 """
 
@@ -25,17 +26,19 @@ import logging
 import secrets
 from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, Field
 from sqlalchemy import ColumnElement, delete, func, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
 
 from overspill.artifacts import audit
 from overspill.artifacts.blobs.base import BlobInfo
 from overspill.artifacts.blobs.keys import is_segment_key
-from overspill.artifacts.db.models import Artifact, AuditEvent, Segment
+from overspill.artifacts.db.models import Artifact, AuditEvent, Maintenance, Segment
 from overspill.artifacts.errors import StorageUnavailable
 from overspill.artifacts.records import GONE_STATES
+from overspill.artifacts.spill_files import delete_spill_file
 from overspill.artifacts.usage import bump_usage
 
 if TYPE_CHECKING:
@@ -78,9 +81,15 @@ class Sweeper:
         self.claim = timedelta(seconds=claim_s)
         self.orphan_grace = timedelta(seconds=orphan_grace_s)
         self.tombstone_keep = timedelta(seconds=tombstone_keep_s)
+        self._batches_left: int | None = None
 
-    def run(self, *, dry_run: bool = False, reconcile: bool = True) -> SweepReport:
+    def run(
+        self, *, dry_run: bool = False, reconcile: bool = True, max_batches: int | None = None
+    ) -> SweepReport:
+        """One pass of every step; ``max_batches`` bounds each step's loop (a
+        bounded pass leaves the rest to the next one)."""
         report = SweepReport(dry_run=dry_run)
+        self._batches_left = max_batches
         steps = [self._expire, self._purge_pending, self._remove_old_tombstones]
         if reconcile:
             steps += [self._finalise_writers, self._reclaim_orphans, self._partial_uploads]
@@ -90,6 +99,47 @@ class Sweeper:
             except StorageUnavailable as exc:
                 report.errors.append(f"{step.__name__.strip('_')}: {exc.message}")
         return report
+
+    def run_if_due(self, interval_s: float, **options: Any) -> SweepReport | None:
+        """Run a pass if the last one (by any process) is older than ``interval_s``
+        and no one is running one now; None if not due. The claim is a row with a
+        deadline, as ``git gc --auto`` keeps a lock: processes that all open the
+        store (the CLI with the local server off, API processes behind a load
+        balancer) sweep one at a time, each interval once."""
+        store = self._store
+        now = store.clock.now()
+        token = secrets.token_hex(8)
+        try:
+            with store.write() as s:
+                row = s.get(Maintenance, "sweep", with_for_update=True)
+                if row is None:
+                    row = Maintenance(name="sweep")
+                    s.add(row)
+                elif (row.claimed_until is not None and row.claimed_until > now) or (
+                    row.last_run_at is not None
+                    and row.last_run_at > now - timedelta(seconds=interval_s)
+                ):
+                    return None
+                row.claimed_until = now + self.claim
+                row.claim_token = token
+        except IntegrityError:
+            return None  # another process made the row first: it sweeps
+        try:
+            return self.run(**options)
+        finally:
+            with store.write() as s:
+                s.execute(
+                    update(Maintenance)
+                    .where(Maintenance.name == "sweep", Maintenance.claim_token == token)
+                    .values(last_run_at=store.clock.now(), claimed_until=None, claim_token=None)
+                )
+
+    def _another_batch(self) -> bool:
+        """Whether a step's loop may take one more batch in this pass."""
+        if self._batches_left is None:
+            return True
+        self._batches_left -= 1
+        return self._batches_left >= 0
 
     # -- expiry ----------------------------------------------------------------------
 
@@ -182,7 +232,7 @@ class Sweeper:
             freed = self._delete_bytes([i for i, _ in claimed], token)
             report.purged += len(claimed)
             report.bytes_freed += freed
-            if len(claimed) < self.batch:
+            if len(claimed) < self.batch or not self._another_batch():
                 return
 
     # -- purging tombstones ----------------------------------------------------------
@@ -254,12 +304,13 @@ class Sweeper:
             report.bytes_freed += self._delete_bytes(ids, token)
             report.purged += len(ids)
             _note(report, ids)
-            if len(ids) < self.batch:
+            if len(ids) < self.batch or not self._another_batch():
                 return
 
     def _delete_bytes(self, ids: list[str], token: str) -> int:
         """Delete the segments of claimed tombstones: blobs first (in batches, one
-        DeleteObjects per 1000 on S3), then their rows, then mark them purged."""
+        DeleteObjects per 1000 on S3), then their rows, then mark them purged;
+        a legacy spill file recorded on the artifact goes with them."""
         store = self._store
         with store.read() as s:
             segs = s.execute(
@@ -267,18 +318,34 @@ class Sweeper:
                     Segment.artifact_id.in_(ids)
                 )
             ).all()
+            spills = (
+                s.execute(
+                    select(Artifact.spill_path).where(
+                        Artifact.id.in_(ids), Artifact.spill_path.is_not(None)
+                    )
+                )
+                .scalars()
+                .all()
+            )
         # Segments that share a blob (local batches) name it once.
         store.blobs.delete_many(list(dict.fromkeys(k for _, _, k, _ in segs)))
+        freed = sum(delete_spill_file(path) for path in spills if path)
         now = store.clock.now()
         with store.write() as s:
             s.execute(delete(Segment).where(Segment.artifact_id.in_(ids)))
             s.execute(
                 update(Artifact)
                 .where(Artifact.id.in_(ids), Artifact.sweep_token == token)
-                .values(purged_at=now, sweep_token=None, sweep_until=None)
+                .values(
+                    purged_at=now,
+                    sweep_token=None,
+                    sweep_until=None,
+                    spill_path=None,
+                    spill_bytes=None,
+                )
                 .execution_options(synchronize_session=False)
             )
-        return sum(int(n) for _, _, _, n in segs)
+        return sum(int(n) for _, _, _, n in segs) + freed
 
     def _remove_old_tombstones(self, report: SweepReport) -> None:
         store = self._store
@@ -310,7 +377,7 @@ class Sweeper:
                             s, now, "system:retention", "purge", artifact_id=art_id, owner=owner
                         )
             report.tombstones_removed += len(rows)
-            if len(rows) < self.batch:
+            if len(rows) < self.batch or not self._another_batch():
                 return
 
     # -- reconciling -----------------------------------------------------------------

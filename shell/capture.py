@@ -191,7 +191,12 @@ class OutputCollector:
         spill_path = self._spill.close() if self._spill is not None else None
         artifact: ArtifactRef | None = None
         if self._sink is not None:
-            artifact, error = self._sink.close(source_update, self._total)
+            # The spill file follows its artifact (deleted with it) where the store
+            # is on this machine; a remote store drops the path.
+            update = source_update
+            if spill_path is not None:
+                update = {**source_update, "spill": {"path": spill_path, "bytes": self._total}}
+            artifact, error = self._sink.close(update, self._total)
             if error and self.storage_error is None:
                 self.storage_error = error
             if artifact is not None and self.storage_error and artifact.state == "writing":

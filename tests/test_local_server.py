@@ -228,3 +228,63 @@ def test_a_home_that_cannot_be_made_is_one_line(tmp_path: Path, verb: tuple[str,
     out = _cli(blocker / "home", *verb, stdin=b"x")
     assert out.returncode == 1 and len(out.stderr.splitlines()) == 1, out.stderr
     assert b"Traceback" not in out.stderr
+
+
+def _blob_files(home: Path) -> list[Path]:
+    return [p for p in (home / "blobs").rglob("*") if p.is_file()]
+
+
+def test_the_local_server_frees_expired_bytes_with_nobody_asking(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    art = (
+        _cli(
+            home,
+            "put",
+            stdin=b"x" * 100_000,
+            OVERSPILL_SWEEP_INTERVAL_S="1",
+            OVERSPILL_DEFAULT_RETENTION_S="2",
+        )
+        .stdout.decode()
+        .strip()
+    )
+    assert _blob_files(home)
+    assert _wait_for(lambda: not _blob_files(home), timeout=40), "expired bytes still stored"
+    info = json.loads(_cli(home, "info", art, "--json").stdout)
+    assert info["state"] == "expired"
+
+
+def test_with_the_local_server_off_a_verb_sweeps_once_when_a_sweep_is_due(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+
+    def off(*args: str, interval: str, stdin: bytes = b"") -> None:
+        _cli(
+            home,
+            *args,
+            stdin=stdin,
+            OVERSPILL_LOCAL_SERVER="off",
+            OVERSPILL_DEFAULT_RETENTION_S="1",
+            OVERSPILL_SWEEP_INTERVAL_S=interval,
+        )
+
+    off("put", interval="3600", stdin=b"x" * 100_000)
+    time.sleep(1.5)  # it expires; a sweep ran when the put opened the store, so none is due
+    off("ls", interval="3600")
+    assert _blob_files(home)  # not due: the bytes stay (reads already refuse them)
+    off("ls", interval="1")
+    assert not _blob_files(home)  # due: the verb's own pass freed them
+    assert _pids(home) == []
+
+
+def test_a_legacy_spill_file_follows_its_artifact(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    run = json.loads(_cli(home, "run", "--json", "--", "seq 1 50000").stdout)
+    stdout = run["stdout"]
+    spill = Path(stdout["spill_path"])
+    assert spill.is_file()
+    (usage,) = json.loads(_cli(home, "usage", "--json").stdout)
+    assert usage["legacy_spill_bytes"] == spill.stat().st_size == stdout["total_bytes"]
+    assert _cli(home, "rm", stdout["artifact"]["id"]).returncode == 0
+    assert not spill.exists()
+    assert not spill.parent.exists()  # the process's directory went with its last file
+    (usage,) = json.loads(_cli(home, "usage", "--json").stdout)
+    assert usage["legacy_spill_bytes"] == 0

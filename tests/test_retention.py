@@ -489,3 +489,28 @@ def test_setting_a_policy_changes_only_the_fields_given(store: ArtifactStore) ->
     assert view.default_retention_s == DAY
     view, _ = store.policies.set(ADMIN, PolicySpec(quota_bytes=None), ALICE.name)  # cleared
     assert view.quota_bytes is None and view.default_retention_s == DAY
+
+
+def test_a_sweep_runs_only_when_due_and_one_process_at_a_time(
+    store: ArtifactStore, clock: ManualClock
+) -> None:
+    art = write_artifact(store, b"x" * 1000, retention=60)
+    clock.advance(seconds=61)
+    first = store.sweeper.run_if_due(300)
+    assert first is not None and first.expired == 1
+    assert store.sweeper.run_if_due(300) is None  # ran a moment ago
+    clock.advance(seconds=301)
+    assert store.sweeper.run_if_due(300) is not None  # due again
+    # A pass under way (its claim not lapsed) keeps every other process out.
+    claim = store.sweeper.claim
+    with store.db.write() as s:
+        from overspill.artifacts.db.models import Maintenance
+
+        row = s.get(Maintenance, "sweep")
+        assert row is not None
+        row.last_run_at = None
+        row.claimed_until = clock.now() + claim
+    assert store.sweeper.run_if_due(300) is None
+    clock.advance(seconds=claim.total_seconds() + 1)  # the claimant died: its claim lapses
+    assert store.sweeper.run_if_due(300) is not None
+    assert store.get(ADMIN, art).state == "expired"

@@ -76,6 +76,8 @@ class CliContext:
     def close(self) -> None:
         if self._client is not None:
             self._client.close()
+        if "overspill.api.cleanup" in sys.modules:  # a store was opened in this process
+            sys.modules["overspill.api.cleanup"].finish_sweeps()
         if self._stop_in_process is not None:
             self._stop_in_process()
 

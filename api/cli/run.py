@@ -119,12 +119,15 @@ def sink(ctx: CliContext) -> DeferredSink:
                 ctx.warn(f"{exc.message}; storing from this process instead")
             else:
                 return LocalServerSink(client, session_id=c.session_id, max_bytes=max_bytes)
+        from overspill.api.cleanup import sweep_soon
         from overspill.artifacts.records import Principal
         from overspill.artifacts.store import ArtifactStore
         from overspill.shell import StoreSink
 
+        store = ArtifactStore.open(settings.store)
+        sweep_soon(store, settings.shell, settings.server.sweep_interval_s)
         return StoreSink(
-            ArtifactStore.open(settings.store),
+            store,
             Principal(name=c.owner, role="agent"),
             session_id=c.session_id,
             max_bytes=max_bytes,

@@ -100,11 +100,14 @@ def cmd_mcp(ctx: CliContext, args: argparse.Namespace) -> int:
         backend = OverspillClient(client.url, client.token)
     else:
         from overspill.api.backend import LocalBackend
+        from overspill.api.cleanup import PeriodicSweeper
         from overspill.artifacts.records import Principal
         from overspill.artifacts.store import ArtifactStore
 
         # An agent sees its own artifacts only, unlike the local admin CLI.
         store = ArtifactStore.open(settings.store)
+        if settings.server.sweep_interval_s > 0:
+            PeriodicSweeper(store, shell, settings.server.sweep_interval_s).start()
         backend = LocalBackend(store, Principal(name=client.owner, role="agent"))
     saver = ResultSaver(
         backend,

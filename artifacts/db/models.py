@@ -93,6 +93,11 @@ class Artifact(Base):
     # (several API processes) never work on the same artifact at once.
     sweep_token: Mapped[str | None] = mapped_column(String(64))
     sweep_until: Mapped[datetime | None]
+    # The compatibility layer's legacy spill file of this stream, on the machine
+    # of the store's own process (recorded only by a local writer): deleted with
+    # the artifact's bytes, counted in its owner's usage meanwhile.
+    spill_path: Mapped[str | None] = mapped_column(Text)
+    spill_bytes: Mapped[int | None] = mapped_column(BigInteger)
 
     __table_args__ = (
         Index("ix_artifacts_owner_created", "owner", "created_at", "id"),
@@ -155,6 +160,19 @@ class RetentionPolicy(Base):
     over_quota: Mapped[str] = mapped_column(String(20), default="reject")
     updated_at: Mapped[datetime]
     updated_by: Mapped[str] = mapped_column(String(200))
+
+
+class Maintenance(Base):
+    """When a periodic job (the sweep) last ran, and who is running it now: a
+    claim with a deadline, so one process at a time does it, and a process that
+    dies mid-way loses the claim when the deadline passes."""
+
+    __tablename__ = "maintenance"
+
+    name: Mapped[str] = mapped_column(String(50), primary_key=True)
+    last_run_at: Mapped[datetime | None]
+    claimed_until: Mapped[datetime | None]
+    claim_token: Mapped[str | None] = mapped_column(String(64))
 
 
 class ServerKey(Base):

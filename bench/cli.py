@@ -1,0 +1,312 @@
+"""What a verb costs a person or an agent: the CLI against the interpreter's own start.
+
+Every figure is a median of interleaved repetitions, each verb measured as a
+process end to end (start, imports, the request, exit), beside ``python -I -c
+pass`` on the same interpreter in the same run, which is the floor no Python
+command can go under. Measured:
+
+* warm (the home's local server running) and cold (a fresh home: the first
+  call starts the server): ``run -- true``, ``run -- 'seq 1 20000'`` (109 KB,
+  one overflow), and on a 100 KB artifact ``cat ID --tail 5``, ``info ID``,
+  ``ls``, ``grep ID PATTERN``;
+* 64 MiB of log lines through ``overspill run`` against ``bash -c 'CMD | cat > f'``
+  (and 1 GiB without --quick);
+* ``/healthz`` p50 over one keep-alive connection (the Nagle + delayed-ACK stall
+  showed as ~44 ms);
+* another principal's 200-byte read p99 while one principal runs 64 looping
+  greps over a 200 MB artifact (100 MB with --quick), and ``/healthz`` p99 then;
+* the idle local server's RSS.
+
+    python bench/cli.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import median, report
+
+MiB = 1024 * 1024
+LINES = (
+    "yes 'INFO 2026-12-02T18:00:00Z worker-7 processed request id=42 in 3ms ok' | head -c {size}"
+)
+PYTHON = sys.executable
+OVERSPILL = str(Path(sys.executable).with_name("overspill"))
+
+
+def _env(home: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
+    env.update(OVERSPILL_HOME=home, OVERSPILL_OWNER="user:bench", **extra)
+    return env
+
+
+def _time(cmd: list[str], env: dict[str, str] | None = None, stdin: bytes | None = None) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, env=env, input=stdin, stdout=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - start
+
+
+def _stop(home: str) -> None:
+    subprocess.run([OVERSPILL, "server", "stop"], env=_env(home), capture_output=True)
+
+
+def warm_and_cold(reps: int) -> dict[str, Any]:
+    """Each verb warm (a running server) and cold (a fresh home), interleaved
+    with the reference, rep by rep."""
+    warm_home = tempfile.mkdtemp(prefix="ovs-bench-warm-")
+    env = _env(warm_home)
+    data = b"".join(b"line %d of the build log: compiling unit %d\n" % (i, i) for i in range(2400))
+    art = (
+        subprocess.run([OVERSPILL, "put"], env=env, input=data, capture_output=True, check=True)
+        .stdout.decode()
+        .strip()
+    )
+    verbs: dict[str, list[str]] = {
+        "run_true": ["run", "--", "true"],
+        "run_seq_20000": ["run", "--", "seq 1 20000"],
+        "cat_tail_5": ["cat", art, "--tail", "5"],
+        "info": ["info", art],
+        "ls": ["ls", "--limit", "20"],
+        "grep": ["grep", art, "unit 19[0-9][0-9]$"],
+    }
+    for args in verbs.values():  # every verb once: bytecode compiled, server up
+        _time([OVERSPILL, *args], env)
+    ref: list[float] = []
+    warm: dict[str, list[float]] = {k: [] for k in verbs}
+    cold: dict[str, list[float]] = {k: [] for k in verbs if k != "run_true"}
+    for _ in range(reps):
+        ref.append(_time([PYTHON, "-I", "-c", "pass"]))
+        for name, args in verbs.items():
+            warm[name].append(_time([OVERSPILL, *args], env))
+    for _ in range(max(1, reps // 4)):
+        for name in cold:
+            home = tempfile.mkdtemp(prefix="ovs-bench-cold-")
+            cenv = _env(home)
+            if name != "run_seq_20000":
+                subprocess.run(
+                    [OVERSPILL, "put"],
+                    env=_env(home, OVERSPILL_LOCAL_SERVER="off"),
+                    input=data,
+                    capture_output=True,
+                    check=True,
+                )
+                args = [a if a != art else _first_id(home) for a in verbs[name]]
+            else:
+                args = verbs[name]
+            cold[name].append(_time([OVERSPILL, *args], cenv))
+            _stop(home)
+            shutil.rmtree(home, ignore_errors=True)
+    rss = _server_rss_mb(warm_home)
+    _stop(warm_home)
+    shutil.rmtree(warm_home, ignore_errors=True)
+    base = median(ref)
+    out: dict[str, Any] = {"python_I_pass_ms": round(base * 1000, 1)}
+    for name, xs in warm.items():
+        out[f"warm_{name}_ms"] = round(median(xs) * 1000, 1)
+        out[f"warm_{name}_ratio"] = round(median(xs) / base, 2)
+    for name, xs in cold.items():
+        out[f"cold_{name}_ms"] = round(median(xs) * 1000, 1)
+    out["idle_server_rss_mb"] = rss
+    return out
+
+
+def _first_id(home: str) -> str:
+    out = subprocess.run(
+        [OVERSPILL, "ls", "--json"],
+        env=_env(home, OVERSPILL_LOCAL_SERVER="off"),
+        capture_output=True,
+        check=True,
+    )
+    return str(json.loads(out.stdout)["items"][0]["id"])
+
+
+def _server_rss_mb(home: str) -> float:
+    status = json.loads(
+        subprocess.run(
+            [OVERSPILL, "server", "status", "--json"], env=_env(home), capture_output=True
+        ).stdout
+    )
+    with open(f"/proc/{status['pid']}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def throughput(sizes: list[int], reps: int) -> dict[str, Any]:
+    """``overspill run`` (warm server) against ``bash -c 'CMD | cat > f'``."""
+    home = tempfile.mkdtemp(prefix="ovs-bench-tp-")
+    env = _env(home, OVERSPILL_LEGACY_SPILL="false")
+    out: dict[str, Any] = {}
+    scratch = tempfile.mkdtemp(prefix="ovs-bench-ref-")
+    try:
+        _time([OVERSPILL, "run", "--", "seq 1 30000"], env)  # the server is up
+        for size in sizes:
+            cmd = LINES.format(size=size)
+            ratios = []
+            for _ in range(reps):
+                ref = _time(["bash", "-c", f"{cmd} | cat > {scratch}/f"])
+                ours = _time([OVERSPILL, "run", "--", cmd], env)
+                ratios.append(ref / ours)
+                subprocess.run([OVERSPILL, "cleanup"], env=env, capture_output=True)
+            key = f"{size // MiB}mib"
+            out[f"run_vs_cat_{key}"] = round(median(ratios), 3)
+    finally:
+        _stop(home)
+        shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+    return out
+
+
+def serving(grep_mb: int, seconds: float) -> dict[str, Any]:
+    """Keep-alive latency, and a small read of one principal under another's greps."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    import uvicorn
+
+    from overspill.api.app import create_app
+    from overspill.api.server import tcp_socket
+    from overspill.api.wire import Endpoint, WireClient
+    from overspill.artifacts.config import StoreSettings
+    from overspill.artifacts.records import Principal
+    from overspill.artifacts.store import ArtifactStore
+
+    home = tempfile.mkdtemp(prefix="ovs-bench-srv-")
+    store = ArtifactStore.open(StoreSettings(home=home))
+    alice, bob = Principal(name="user:alice", role="user"), Principal(name="user:bob", role="user")
+    writer = store.open_writer(alice)
+    line = b"2026-12-02T18:00:00Z worker-7 processed request id=42 in 3ms ok\n"
+    block = line * (MiB // len(line))
+    for _ in range(grep_mb):
+        writer.write(block)
+    big = writer.close().id
+    small = store.open_writer(bob)
+    small.write(b"x" * 199 + b"\n")
+    small_id = small.close().id
+    ta = store.tokens.create(alice.name, "user").token
+    tb = store.tokens.create(bob.name, "user").token
+    sock = tcp_socket("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(create_app(store), log_level="error"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.02)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    out: dict[str, Any] = {}
+    try:
+        probe = WireClient(Endpoint.parse(url))
+        lat = []
+        for _ in range(300):
+            t = time.perf_counter()
+            probe.json("GET", "/healthz")
+            lat.append(time.perf_counter() - t)
+        out["keepalive_healthz_p50_ms"] = round(median(lat) * 1000, 2)
+        stop = threading.Event()
+
+        def grepper() -> None:
+            c = WireClient(Endpoint.parse(url), token=ta)
+            while not stop.is_set():
+                try:
+                    c.json("GET", f"/v1/artifacts/{big}/grep", params={"pattern": "id=43 "})
+                except Exception:
+                    time.sleep(0.01)
+
+        greps = [threading.Thread(target=grepper, daemon=True) for _ in range(64)]
+        for g in greps:
+            g.start()
+        time.sleep(1.0)
+        reader = WireClient(Endpoint.parse(url), token=tb)
+        reads: list[float] = []
+        health: list[float] = []
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            t = time.perf_counter()
+            reader.json("GET", f"/v1/artifacts/{small_id}/text", params={"limit": 200})
+            reads.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            probe.json("GET", "/healthz")
+            health.append(time.perf_counter() - t)
+        stop.set()
+        out["other_read_p99_under_64_greps_ms"] = round(_p99(reads) * 1000, 1)
+        out["healthz_p99_under_64_greps_ms"] = round(_p99(health) * 1000, 1)
+        out["reads_measured"] = len(reads)
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        store.close()
+        shutil.rmtree(home, ignore_errors=True)
+    return out
+
+
+def _p99(xs: list[float]) -> float:
+    return statistics.quantiles(xs, n=100)[98] if len(xs) >= 100 else max(xs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions (< 30 s)")
+    args = parser.parse_args()
+    load_before = os.getloadavg()[0]
+    reps = 5 if args.quick else 21
+    figures: dict[str, Any] = {}
+    figures.update(warm_and_cold(reps))
+    sizes = [64 * MiB] if args.quick else [64 * MiB, 1024 * MiB]
+    figures.update(throughput(sizes, 2 if args.quick else 5))
+    figures.update(serving(100 if args.quick else 200, 3.0 if args.quick else 10.0))
+    figures["load_before"] = round(load_before, 2)
+    figures["load_after"] = round(os.getloadavg()[0], 2)
+    f = figures
+
+    def target(want: str, got: Any, met: bool) -> dict[str, Any]:
+        return {"want": want, "got": got, "met": met}
+
+    reads = ("cat_tail_5", "info", "ls", "grep")
+    worst_read = max(f[f"warm_{r}_ratio"] for r in reads)
+    worst_cold = max(v for k, v in f.items() if k.startswith("cold_") and k.endswith("_ms"))
+    targets = {
+        "warm_run_seq_20000": target(
+            "<= 6x python -I -c pass",
+            f["warm_run_seq_20000_ratio"],
+            f["warm_run_seq_20000_ratio"] <= 6,
+        ),
+        "warm_reads": target("<= 4x python -I -c pass", worst_read, worst_read <= 4),
+        "run_true": target(
+            "<= 4x python -I -c pass", f["warm_run_true_ratio"], f["warm_run_true_ratio"] <= 4
+        ),
+        "cold_first_call": target("<= 1200 ms", worst_cold, worst_cold <= 1200),
+        "run_64mib_vs_cat": target(">= 0.35", f["run_vs_cat_64mib"], f["run_vs_cat_64mib"] >= 0.35),
+        "keepalive_p50": target(
+            "<= 2 ms", f["keepalive_healthz_p50_ms"], f["keepalive_healthz_p50_ms"] <= 2
+        ),
+        "other_read_p99": target(
+            "<= 100 ms",
+            f["other_read_p99_under_64_greps_ms"],
+            f["other_read_p99_under_64_greps_ms"] <= 100,
+        ),
+        "healthz_p99": target(
+            "<= 50 ms", f["healthz_p99_under_64_greps_ms"], f["healthz_p99_under_64_greps_ms"] <= 50
+        ),
+        "idle_rss": target("<= 80 MB", f["idle_server_rss_mb"], f["idle_server_rss_mb"] <= 80),
+    }
+    if "run_vs_cat_1024mib" in f:
+        # "No lower than today": 0.398 measured for overspill run at 1 GiB before.
+        targets["run_1gib_vs_cat"] = target(
+            ">= 0.40", f["run_vs_cat_1024mib"], f["run_vs_cat_1024mib"] >= 0.40
+        )
+    report("cli", figures, targets)
+
+
+if __name__ == "__main__":
+    main()
