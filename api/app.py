@@ -83,7 +83,7 @@ def create_app(
     # No redirect for a trailing slash: it was built from the Host header, so any
     # Host a client sent came back as the place to go.
     app.router.redirect_slashes = False
-    app.state.metrics = Metrics()
+    app.state.metrics = Metrics(enabled=not local)
     server = settings.server
     app.state.followers = PrincipalLimit(server.max_followers, "followers (follow=true)")
     app.state.expensive = PrincipalLimit(

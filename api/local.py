@@ -211,17 +211,14 @@ class LocalServer:
             os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC,
             0o600,
         )
+        # glibc gives every thread that allocates an arena of its own; a server's
+        # worker threads then hold tens of MB of half-used arenas while it idles.
+        env = {"MALLOC_ARENA_MAX": "2", **os.environ}
+        argv = [sys.executable, "-m", "overspill.api.cli", "server", "run"]
         try:
             proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "overspill.api.cli",
-                    "server",
-                    "run",
-                    "--ready-fd",
-                    str(write),
-                ],
+                [*argv, "--ready-fd", str(write)],
+                env=env,
                 pass_fds=(write,),
                 stdin=subprocess.DEVNULL,
                 stdout=log,

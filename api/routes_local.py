@@ -25,7 +25,6 @@ from overspill.api.deps import PrincipalDep, StoreDep
 from overspill.api.routes_artifacts import CreateArtifact
 from overspill.artifacts.blobs.base import AppendableBlobStore
 from overspill.artifacts.inputs import check_source, check_text
-from overspill.artifacts.records import ArtifactInfo
 from overspill.artifacts.segments import StagedSegment
 
 router = APIRouter(prefix="/v1/local", include_in_schema=False)
@@ -64,6 +63,7 @@ class Publish(Lease):
 
 
 class Finish(Lease):
+    segments: list[SegmentIn] = Field(default_factory=list, max_length=1000)
     state: Literal["complete", "capped", "failed", "incomplete"]
     total_bytes: int = Field(..., ge=0, le=2**62)
     sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
@@ -113,18 +113,27 @@ def renew(artifact_id: str, body: Lease, store: StoreDep, who: PrincipalDep) -> 
     return {"renewed": True}
 
 
-@router.post("/writers/{artifact_id}/finish", response_model=ArtifactInfo)
-def finish(artifact_id: str, body: Finish, store: StoreDep, who: PrincipalDep) -> ArtifactInfo:
+@router.post("/writers/{artifact_id}/finish")
+def finish(artifact_id: str, body: Finish, store: StoreDep, who: PrincipalDep) -> dict[str, Any]:
+    """Publish the writer's last segments (if any) and record its end: one round
+    trip where a publish and a finish were two."""
     store.get(who, artifact_id)
     source = check_source(body.source) if body.source else None
+    state, sha, error = body.state, body.sha256, check_text("error", body.error)
+    published = 0
+    if body.segments:
+        staged = [StagedSegment(**seg.model_dump()) for seg in body.segments]
+        published, stop = store.publisher.publish(artifact_id, body.lease, staged)
+        if stop:  # the owner's quota: the prefix stands, the rest is not stored
+            state, sha, error = "capped", None, stop
     store.publisher.finish(
         artifact_id,
         body.lease,
-        body.state,
+        state,
         body.total_bytes,
-        body.sha256,
-        check_text("error", body.error),
+        sha,
+        error,
         source,
         local_writer=True,  # the socket's owner, on this machine
     )
-    return store.get(who, artifact_id)
+    return {"artifact": store.get(who, artifact_id).model_dump(mode="json"), "published": published}

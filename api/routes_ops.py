@@ -14,7 +14,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from overspill.api.deps import PrincipalDep, StoreDep
 from overspill.artifacts.errors import StorageUnavailable
@@ -54,6 +53,9 @@ def whoami(who: PrincipalDep) -> Principal:
 @router.get("/metrics", response_class=Response)
 def metrics(request: Request) -> Response:
     """Prometheus text format."""
-    return Response(
-        generate_latest(request.app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST
-    )
+    metrics = request.app.state.metrics
+    if not metrics.enabled:
+        return Response("# no metrics on the local server\n", media_type="text/plain")
+    from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+    return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -31,9 +31,15 @@ from overspill.shell.sink import SinkStream
 class _WriterStream:
     """One stream's artifact: the writer, and how to report it when done."""
 
-    def __init__(self, client: WireClient, writer: ArtifactWriter) -> None:
+    def __init__(self, client: WireClient, writer: ArtifactWriter, publisher: Any = None) -> None:
         self._client = client
         self._writer = writer
+        self._publisher = publisher  # one that kept the artifact as its end left it
+
+    @property
+    def _final_info(self) -> dict[str, Any] | None:
+        info: dict[str, Any] | None = getattr(self._publisher, "info", None)
+        return info
 
     @property
     def artifact_id(self) -> str:
@@ -47,7 +53,7 @@ class _WriterStream:
     ) -> tuple[ArtifactRef, str | None]:
         result = self._writer.close(source_update=source_update, total=total_bytes)
         try:
-            info = self._client.json("GET", f"/v1/artifacts/{result.id}")
+            info = self._final_info or self._client.json("GET", f"/v1/artifacts/{result.id}")
         except OverspillError as exc:
             state, error = result.state, result.error or exc.message
             if isinstance(exc, Unreachable) and state != "complete":
@@ -177,6 +183,7 @@ class SocketPublisher:
         self._client = client
         self._id = artifact_id
         self._lease = lease
+        self.info: dict[str, Any] | None = None  # the artifact as the end left it
 
     def publish(self, staged: Sequence[StagedSegment]) -> tuple[int, str | None]:
         answer = self._client.json(
@@ -199,15 +206,29 @@ class SocketPublisher:
         error: str | None,
         source_update: dict[str, Any] | None,
     ) -> None:
+        self.finish_with([], state, total, sha256, error, source_update)
+
+    def finish_with(
+        self,
+        last: Sequence[StagedSegment],
+        state: str,
+        total: int,
+        sha256: str | None,
+        error: str | None,
+        source_update: dict[str, Any] | None,
+    ) -> int:
         body = {
             "lease": self._lease,
+            "segments": [_segment(s) for s in last],
             "state": state,
             "total_bytes": total,
             "sha256": sha256,
             "error": error[:2000] if error else None,
             "source": source_update or {},
         }
-        self._client.json("POST", f"/v1/local/writers/{self._id}/finish", json_body=body)
+        answer = self._client.json("POST", f"/v1/local/writers/{self._id}/finish", json_body=body)
+        self.info = answer["artifact"]
+        return int(answer["published"])
 
 
 def _segment(seg: StagedSegment) -> dict[str, Any]:
@@ -265,9 +286,10 @@ class LocalServerSink:
         if self._blobs is None:
             self._blobs = LocalBlobStore(root)
         info = answer["artifact"]
+        publisher = SocketPublisher(client, info["id"], answer["lease"])
         writer = ArtifactWriter(
             info["id"],
-            SocketPublisher(client, info["id"], answer["lease"]),
+            publisher,
             placer=BlobPlacer(self._blobs, info["id"]),
             max_bytes=info["max_bytes"],
             segment_bytes=answer["segment_bytes"],
@@ -275,4 +297,4 @@ class LocalServerSink:
             lease_seconds=answer["lease_seconds"],
             stall_s=answer["stall_s"],
         )
-        return _WriterStream(client, writer)
+        return _WriterStream(client, writer, publisher)

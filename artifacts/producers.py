@@ -20,7 +20,6 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, NamedTuple
 
 from overspill.artifacts.errors import OverspillError
@@ -105,7 +104,11 @@ class BufferedProducer(Producer):
         self._pool: list[bytearray] = []
         self._buffer = bytearray()
         self._made = 1
-        # Started on the first segment, so a small artifact never spawns it.
+        # Started on the first segment, so a small artifact never spawns it (and
+        # imported here: concurrent.futures brings logging, which a placing
+        # writer on the CLI's path never needs).
+        from concurrent.futures import ThreadPoolExecutor
+
         self._hash_thread = ThreadPoolExecutor(1, thread_name_prefix=f"hash-{writer.id}")
 
     def write(self, data: bytes | bytearray | memoryview, newlines: int | None) -> None:

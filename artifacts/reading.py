@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from overspill.artifacts import grep, reads
+from overspill.artifacts import reads
 from overspill.artifacts.catalog import Catalog
 from overspill.artifacts.content import Content
 from overspill.artifacts.context import Part, StoreContext
@@ -120,6 +120,8 @@ class Reader(Part):
         max_bytes: int | None = None,
         scan_bytes: int = 256 * 1024 * 1024,
     ) -> GrepResult:
+        from overspill.artifacts import grep  # RE2 loads with the first search
+
         grep.compile_pattern(query.pattern, ignore_case=query.ignore_case, fixed=query.fixed)
         info, content = self._readable(principal, artifact_id)  # after: fail fast on a bad regex
         found = grep.grep(

@@ -12,7 +12,6 @@ the home's blob directory with these and only publish through the server.
 
 from __future__ import annotations
 
-import logging
 import secrets
 from collections.abc import Iterator, Sequence
 
@@ -21,7 +20,6 @@ from overspill.artifacts.blobs.keys import segment_key, segment_key_base
 from overspill.artifacts.errors import OverspillError, StorageUnavailable
 from overspill.artifacts.segments import StagedSegment
 
-log = logging.getLogger(__name__)
 _READ_BACK = 1024 * 1024
 
 
@@ -29,7 +27,11 @@ def _give_back(blobs: BlobStore, artifact_id: str, keys: set[str]) -> None:
     try:
         blobs.delete_many(sorted(keys))  # none of them is in a row yet
     except OverspillError as exc:
-        log.warning("artifact %s: unpublished blobs left to the reconciler: %s", artifact_id, exc)
+        import logging
+
+        logging.getLogger(__name__).warning(
+            "artifact %s: unpublished blobs left to the reconciler: %s", artifact_id, exc
+        )
 
 
 class BlobStager:

@@ -67,6 +67,24 @@ class SegmentPublisher(Protocol):
         ...
 
 
+class FinishingPublisher(SegmentPublisher, Protocol):
+    """A publisher whose every call is a round trip (a local server's socket):
+    the writer hands it the last batch with the end, one request for both."""
+
+    def finish_with(
+        self,
+        last: Sequence[StagedSegment],
+        state: str,
+        total: int,
+        sha256: str | None,
+        error: str | None,
+        source_update: dict[str, Any] | None,
+    ) -> int:
+        """Publish ``last`` and record the end, in one step; the bytes published
+        (fewer than ``last`` holds if the owner's quota stopped them)."""
+        ...
+
+
 class SegmentStager(Protocol):
     """Stores a whole segment at once (the buffered producer)."""
 

@@ -38,6 +38,7 @@ from typing import Any
 from overspill.artifacts.errors import Conflict, OverspillError, QuotaExceeded, StorageUnavailable
 from overspill.artifacts.producers import BufferedProducer, Pending, PlacingProducer, Producer
 from overspill.artifacts.segments import (
+    FinishingPublisher,
     SegmentPlacer,
     SegmentPublisher,
     SegmentStager,
@@ -68,6 +69,10 @@ class ArtifactWriter:
         self.id = artifact_id
         self.base = base  # the artifact offset of this writer's first byte
         self._publisher = publisher
+        # Its last batch rides with finish() (one round trip for both, on a socket).
+        self._finishing: FinishingPublisher | None = (
+            publisher if hasattr(publisher, "finish_with") else None  # type: ignore[assignment]
+        )
         self.max_bytes = max_bytes
         self.segment_bytes = segment_bytes
         self.flush_interval = flush_interval
@@ -191,7 +196,9 @@ class ArtifactWriter:
             final = "failed"
         else:
             final = state or ("capped" if self.capped else "complete")
-        if final == "complete" and self._total > self.committed:
+        with self.cond:
+            last = list(self._staged) if not self.error else []
+        if final == "complete" and self._total > self.committed + sum(s.size for s in last):
             # Bytes were offered that never reached this writer: not the whole output.
             final = "incomplete"
             err = (
@@ -206,7 +213,15 @@ class ArtifactWriter:
         )
         err = err or self.stopped
         try:
-            self._publisher.finish(final, self.base + self._total, sha, err, source_update)
+            if self._finishing is not None:
+                published = self._finishing.finish_with(
+                    last, final, self.base + self._total, sha, err, source_update
+                )
+                self.committed += published
+                if published < sum(seg.size for seg in last):  # the quota stopped them
+                    final, sha = "capped", None
+            else:
+                self._publisher.finish(final, self.base + self._total, sha, err, source_update)
         except OverspillError as exc:
             err = err or exc.message
             if final in ("complete", "capped"):
@@ -342,6 +357,8 @@ class ArtifactWriter:
         return True
 
     def _publish_due_locked(self) -> bool:
+        if self._closing and self._finishing is not None:
+            return bool(self._flush_requests)  # close() takes the rest to finish_with
         return bool(
             self._closing
             or self._flush_requests

@@ -173,7 +173,6 @@ def throughput(sizes: list[int], reps: int) -> dict[str, Any]:
 
 def serving(grep_mb: int, seconds: float) -> dict[str, Any]:
     """Keep-alive latency, and a small read of one principal under another's greps."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     import uvicorn
 
     from overspill.api.app import create_app

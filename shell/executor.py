@@ -33,22 +33,32 @@ from overspill.shell.spill import SpillFile, sweep_old_spill_files
 from overspill.shell.view import StreamView
 
 _swept = False
+sweep_thread: threading.Thread | None = None
 _sweep_lock = threading.Lock()
 
 
 def _startup_sweep(settings: ShellSettings) -> None:
+    """The contract's start-up sweep of old spill files, once per process, on a
+    thread of its own: the temp dir can hold hundreds of directories, and a pump
+    that waited for the walk held the command's pipe (~12 ms for 262 of them)."""
     global _swept
     with _sweep_lock:
         if _swept or not settings.legacy_spill:
             return
         _swept = True
-    sweep_old_spill_files(settings.spill_sweep_days)
+    global sweep_thread
+    sweep_thread = threading.Thread(
+        target=sweep_old_spill_files, args=(settings.spill_sweep_days,), daemon=True
+    )
+    sweep_thread.start()
 
 
-def _first_spill(stream: str, settings: ShellSettings) -> SpillFile:
-    """A spill file; the first one a process makes runs the start-up sweep of old
-    ones (not the constructor: building an Executor must not touch /tmp)."""
-    _startup_sweep(settings)
+def _first_spill(stream: str, settings: ShellSettings, sweep: bool) -> SpillFile:
+    """A spill file; the first one a process makes starts the start-up sweep of
+    old ones (not the constructor: building an Executor must not touch /tmp),
+    unless a server on this machine sweeps them (``sweep`` off)."""
+    if sweep:
+        _startup_sweep(settings)
     return SpillFile(stream, settings.max_spill_bytes)
 
 
@@ -59,9 +69,11 @@ class Executor:
         sink: OutputSink | None = None,
         *,
         parent_env: Mapping[str, str] | None = None,
+        sweep_spill_files: bool = True,
     ) -> None:
         self.settings = settings
         self.sink = sink
+        self._sweep = sweep_spill_files
         self._parent_env = dict(os.environ if parent_env is None else parent_env)
 
     # -- the two projections -------------------------------------------------------
@@ -92,7 +104,8 @@ class Executor:
 
     def _collector(self, stream: str, window: int, source: dict[str, Any]) -> OutputCollector:
         settings = self.settings
-        spill = (lambda: _first_spill(stream, settings)) if settings.legacy_spill else None
+        sweep = self._sweep
+        spill = (lambda: _first_spill(stream, settings, sweep)) if settings.legacy_spill else None
         sink = self.sink
         open_sink = (
             (lambda: sink.open(stream=stream, source={**source, "stream": stream}))

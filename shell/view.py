@@ -71,6 +71,19 @@ def _clean_line(raw: bytes) -> tuple[str, bool]:
     return _CONTROL.sub(_visible, cleaned), cleaned != text
 
 
+def _plain(data: bytes, line_cap: int | None) -> str | None:
+    """The text of ``data`` when nothing in it needs a line of its own: no escape
+    or control character (a CR of CRLF aside) and no line to clip. Most output
+    is so, and one pass over the whole block (decode, one search) is what the
+    per-line path costs for each of ~10,000 lines of a 64 KB tail."""
+    if line_cap is not None and max(map(len, data.split(b"\n"))) > line_cap:
+        return None
+    text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+    if text.endswith("\r"):
+        text = text[:-1]
+    return None if _CONTROL.search(text) else text
+
+
 def render_lines(
     data: bytes,
     base: int,
@@ -82,6 +95,21 @@ def render_lines(
     """``data`` (starting at whole-stream ``base``, line ``first_line``) as shown:
     (text, escapes removed, lines clipped). Lines are clipped only when an
     artifact holds what the clip leaves out."""
+    plain = _plain(data, line_cap if artifact_id is not None else None)
+    if plain is not None:
+        return plain, False, 0
+    return render_each_line(data, base, first_line, line_cap=line_cap, artifact_id=artifact_id)
+
+
+def render_each_line(
+    data: bytes,
+    base: int,
+    first_line: int,
+    *,
+    line_cap: int,
+    artifact_id: str | None,
+) -> tuple[str, bool, int]:
+    """``render_lines`` one line at a time (escapes, controls, clipping)."""
     out: list[str] = []
     removed = False
     clipped = 0

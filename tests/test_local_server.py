@@ -55,6 +55,12 @@ def test_a_verb_on_a_fresh_home_starts_the_server_and_the_next_verb_reuses_it(
     tmp_path: Path,
 ) -> None:
     home = tmp_path / "home"
+    run = _cli(home, "run", "--json", "--", "seq 1 30000")
+    out = json.loads(run.stdout)["stdout"]
+    assert run.stderr == b"" and out["storage_error"] is None
+    expected = subprocess.run(["seq", "1", "30000"], capture_output=True).stdout
+    assert out["artifact"]["state"] == "complete" and out["total_bytes"] == len(expected)
+    assert _cli(home, "cat", out["artifact"]["id"]).stdout == expected
     art = _cli(home, "put", stdin=b"hello\n").stdout.decode().strip()
     first = _pids(home)
     assert len(first) == 1
@@ -279,6 +285,7 @@ def test_a_legacy_spill_file_follows_its_artifact(tmp_path: Path) -> None:
     home = tmp_path / "home"
     run = json.loads(_cli(home, "run", "--json", "--", "seq 1 50000").stdout)
     stdout = run["stdout"]
+    assert stdout["artifact"]["state"] == "complete" and stdout["storage_error"] is None
     spill = Path(stdout["spill_path"])
     assert spill.is_file()
     (usage,) = json.loads(_cli(home, "usage", "--json").stdout)

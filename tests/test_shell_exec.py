@@ -374,6 +374,8 @@ def test_building_an_executor_touches_no_temp_directory(
     assert calls == []
     ex.run(ExecRequest(command="seq 1 100"))  # the first spill file sweeps, once
     ex.run(ExecRequest(command="seq 1 100"))
+    assert executor.sweep_thread is not None
+    executor.sweep_thread.join(10)  # on a thread of its own, never the pump's
     assert calls == [30]
 
 

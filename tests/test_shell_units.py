@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from overspill.artifacts.errors import ConfigurationError
@@ -416,3 +416,24 @@ def test_a_missing_config_file_is_named(monkeypatch: pytest.MonkeyPatch, tmp_pat
     monkeypatch.setenv("OVERSPILL_CONFIG", str(tmp_path / "nope.toml"))
     with pytest.raises(ConfigurationError, match="OVERSPILL_CONFIG: no such file"):
         ShellSettings.load()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [b"a", b"\xc3\xa9", b"\n", b"\r", b"\r\n", b"\x1b[31m", b"\t", b"\x07", b"\xff", b" "]
+        ),
+        max_size=60,
+    ),
+    st.sampled_from([None, "art_" + "0" * 26]),
+)
+def test_the_whole_block_view_equals_the_line_by_line_view(
+    pieces: list[bytes], artifact: str | None
+) -> None:
+    from overspill.shell.view import render_each_line, render_lines
+
+    data = b"".join(pieces)
+    assert render_lines(data, 0, 1, line_cap=8, artifact_id=artifact) == render_each_line(
+        data, 0, 1, line_cap=8, artifact_id=artifact
+    )

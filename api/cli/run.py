@@ -55,7 +55,12 @@ def cmd_run(ctx: CliContext, args: argparse.Namespace) -> int:
         max_output_bytes=args.max_output_bytes,
     )
     abort, received = _abort_on_signals()
-    result = Executor(ctx.settings.shell, sink(ctx)).run(request, abort=abort)
+    c = ctx.settings.client
+    # The local server sweeps old legacy spill files on its interval; the
+    # command's process need not walk the temp dir as well.
+    by_server = not c.url and c.local_server
+    executor = Executor(ctx.settings.shell, sink(ctx), sweep_spill_files=not by_server)
+    result = executor.run(request, abort=abort)
     for stream in (result.stdout, result.stderr):
         if stream.truncated and stream.storage_error:  # stdout stays the model's text
             reason = stream.storage_error.splitlines()[0]
