@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Query, Request
+from fastapi.concurrency import run_in_threadpool
 
 from overspill.api.local import PRINCIPAL_HEADER, ROLE_HEADER
 from overspill.artifacts.errors import InvalidArgument
@@ -43,12 +44,18 @@ def _socket_principal(request: Request) -> Principal:
     return Principal(name=name, role=role)  # type: ignore[arg-type]
 
 
-def get_principal(request: Request, store: StoreDep) -> Principal:
+async def get_principal(request: Request, store: StoreDep) -> Principal:
+    # async, and answered from the token store's short memory when it can: a
+    # principal's flood of requests (each refused with 429) must not queue every
+    # other caller's behind it in the worker pool.
     if request.app.state.local:
         trusted = _socket_principal(request)
         request.state.principal = trusted
         return trusted
-    principal = store.tokens.authenticate(bearer_secret(request))
+    secret = bearer_secret(request)
+    known, principal = store.tokens.cached(secret)
+    if not known:
+        principal = await run_in_threadpool(store.tokens.authenticate, secret)
     if principal is None:
         raise HTTPException(
             401,
@@ -66,7 +73,7 @@ def content_scope(artifact_id: str) -> str:
     return f"content:{artifact_id}"
 
 
-def get_reader(
+async def get_reader(
     request: Request,
     store: StoreDep,
     artifact_id: str,
@@ -78,8 +85,8 @@ def get_reader(
     """The bearer token's principal or, for links a browser follows without
     headers, the principal a ticket for this very artifact acts for."""
     if ticket is None or request.headers.get("authorization"):
-        return get_principal(request, store)
-    principal = store.tokens.redeem(ticket, content_scope(artifact_id))
+        return await get_principal(request, store)
+    principal = await run_in_threadpool(store.tokens.redeem, ticket, content_scope(artifact_id))
     if principal is None:
         raise HTTPException(401, "invalid or expired download ticket")
     return principal
@@ -88,7 +95,7 @@ def get_reader(
 ReaderDep = Annotated[Principal, Depends(get_reader)]
 
 
-def get_admin(principal: PrincipalDep) -> Principal:
+async def get_admin(principal: PrincipalDep) -> Principal:
     if not principal.is_admin:
         raise HTTPException(403, "this endpoint needs an admin token")
     return principal

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
@@ -26,16 +26,43 @@ from overspill.api.errors import RESPONSES, ErrorBody, error_response
 from overspill.api.limits import LARGE_READ_BYTES
 from overspill.api.ranges import RangeNotSatisfiable, parse_range
 from overspill.api.routes_artifacts import ARTIFACT_ID
-from overspill.artifacts.errors import InvalidArgument, OverspillError
+from overspill.artifacts.errors import InvalidArgument, OverspillError, TooManyRequests
 from overspill.artifacts.follow import Backoff
 from overspill.artifacts.queries import GrepQuery, LineQuery, TailQuery, TextQuery
-from overspill.artifacts.records import GrepResult, LineWindow, TailWindow, TextWindow
+from overspill.artifacts.records import (
+    GrepResult,
+    LineWindow,
+    Principal,
+    TailWindow,
+    TextWindow,
+)
 
 router = APIRouter(prefix="/v1/artifacts", tags=["reads"], responses=RESPONSES)
 
 _LIMITED: dict[int | str, dict[str, Any]] = {
     429: {"model": ErrorBody, "description": "Too many expensive reads at once"}
 }
+
+
+async def _expensive_slot(request: Request, who: PrincipalDep) -> AsyncIterator[Any]:
+    """The caller's slot among its concurrent expensive reads, taken on the event
+    loop before the read is handed to a worker thread: past the bound the 429
+    costs no thread at all. It is answered after a pause (on the loop, parking
+    nothing): a client that retries at once, whatever Retry-After says, would
+    otherwise keep the loop busy refusing it, and everyone else would wait."""
+    try:
+        release = _expensive(request, who)
+    except TooManyRequests:
+        await anyio.sleep(REFUSAL_PAUSE_S)
+        raise
+    try:
+        yield who
+    finally:
+        release()
+
+
+ExpensiveDep = Annotated[Principal, Depends(_expensive_slot)]
+REFUSAL_PAUSE_S = 0.5
 
 
 def _expensive(request: Request, who: Any) -> Callable[[], None]:
@@ -265,17 +292,12 @@ def read_tail(
 )
 def grep_artifact(
     artifact_id: ARTIFACT_ID,
-    request: Request,
     store: StoreDep,
-    who: PrincipalDep,
+    who: ExpensiveDep,
     query: Annotated[GrepQuery, Query()],
 ) -> Response:
     """Search with RE2 (linear time). `next_offset` resumes a truncated scan."""
-    release = _expensive(request, who)
-    try:
-        found = store.grep(who, artifact_id, query)
-    finally:
-        release()
+    found = store.grep(who, artifact_id, query)
     # The store built and checked the record; serialising it once (rather than
     # FastAPI validating it again against the response model) halves the cost
     # of a page with thousands of matches.

@@ -134,6 +134,11 @@ def _run(
     sweeper = PeriodicSweeper(store, settings.shell, interval) if interval > 0 else None
     config = uvicorn.Config(app, log_level="info", access_log=False, timeout_keep_alive=30)
     server = _Server(config, **extra)
+    # A thread that waits for the GIL waits up to the switch interval each time:
+    # 5 ms by default, paid again at every handoff of a small request (the loop,
+    # a worker, the database driver) while long reads keep the other threads
+    # busy. 1 ms keeps one caller's greps from setting everyone's latency.
+    sys.setswitchinterval(0.001)
     app.state.stop_server = lambda: setattr(server, "should_exit", True)
     if sweeper:
         sweeper.start()

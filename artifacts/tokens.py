@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import re
 import secrets
+import time
 from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict
@@ -33,6 +34,11 @@ from overspill.artifacts.records import ROLES, Principal
 TOKEN_PREFIX = "ovs_"
 MAX_TICKET_S = 3600
 _LAST_USED_RESOLUTION = timedelta(seconds=60)  # avoid a write on every request
+# How long this process trusts what it last read of a token. A request then
+# costs a hash and a dict lookup, not a query; a token revoked elsewhere (another
+# API process) stops working here within this many seconds.
+CACHE_S = 2.0
+_CACHE_MAX = 10_000
 
 
 class TokenInfo(BaseModel):
@@ -94,6 +100,15 @@ class TokenStore:
         self._db = db
         self._server_secret: str | None = None
         self._clock = clock
+        self._cache: dict[str, tuple[Principal | None, float]] = {}
+
+    def cached(self, secret: str) -> tuple[bool, Principal | None]:
+        """(known, principal) from this process's short-lived memory of the token;
+        no I/O, so the server can answer a flood of requests on its event loop."""
+        hit = self._cache.get(_digest(secret))
+        if hit is None or hit[1] < time.monotonic():
+            return False, None
+        return True, hit[0]
 
     def create(
         self,
@@ -143,6 +158,13 @@ class TokenStore:
         """The principal behind a presented secret, or None if unknown/expired/revoked."""
         if not secret.startswith(TOKEN_PREFIX) or not (secret.isascii() and secret.isprintable()):
             return None
+        principal = self._authenticate(secret)
+        if len(self._cache) >= _CACHE_MAX:
+            self._cache.clear()
+        self._cache[_digest(secret)] = (principal, time.monotonic() + CACHE_S)
+        return principal
+
+    def _authenticate(self, secret: str) -> Principal | None:
         now = self._clock.now()
         with self._db.read() as s:
             row = s.execute(
@@ -236,6 +258,7 @@ class TokenStore:
             row = s.get(ApiToken, token_id)
             if row is None:
                 raise NotFound(f"token {token_id} not found")
+            self._cache.pop(row.token_sha256, None)
             if row.revoked_at is None:
                 row.revoked_at = self._clock.now()
                 audit.record(

@@ -30,7 +30,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -48,8 +47,14 @@ OVERSPILL = str(Path(sys.executable).with_name("overspill"))
 
 
 def _env(home: str, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
-    env.update(OVERSPILL_HOME=home, OVERSPILL_OWNER="user:bench", **extra)
+    # Bytecode cached, as on a user's machine: PYTHONDONTWRITEBYTECODE (set on
+    # some CI machines) would compile every module of every verb from source.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("OVERSPILL_") and k != "PYTHONDONTWRITEBYTECODE"
+    }
+    env.update({"OVERSPILL_HOME": home, "OVERSPILL_OWNER": "user:bench", **extra})
     return env
 
 
@@ -123,6 +128,13 @@ def warm_and_cold(reps: int) -> dict[str, Any]:
     return out
 
 
+def _ids(home: str) -> list[str]:
+    out = subprocess.run(
+        [OVERSPILL, "ls", "--json", "--limit", "500"], env=_env(home), capture_output=True
+    )
+    return [i["id"] for i in json.loads(out.stdout)["items"]] if out.returncode == 0 else []
+
+
 def _first_id(home: str) -> str:
     out = subprocess.run(
         [OVERSPILL, "ls", "--json"],
@@ -147,23 +159,26 @@ def _server_rss_mb(home: str) -> float:
 
 
 def throughput(sizes: list[int], reps: int) -> dict[str, Any]:
-    """``overspill run`` (warm server) against ``bash -c 'CMD | cat > f'``."""
+    """``overspill run`` (warm server) against ``bash -c 'CMD | cat > f'``: with
+    the defaults (the compatibility layer also writes the legacy spill file, up
+    to 64 MiB) and without it (one copy, as the reference makes)."""
     home = tempfile.mkdtemp(prefix="ovs-bench-tp-")
-    env = _env(home, OVERSPILL_LEGACY_SPILL="false")
+    envs = {"": _env(home), "_no_spill": _env(home, OVERSPILL_LEGACY_SPILL="false")}
     out: dict[str, Any] = {}
     scratch = tempfile.mkdtemp(prefix="ovs-bench-ref-")
     try:
-        _time([OVERSPILL, "run", "--", "seq 1 30000"], env)  # the server is up
+        _time([OVERSPILL, "run", "--", "seq 1 30000"], envs[""])  # the server is up
         for size in sizes:
             cmd = LINES.format(size=size)
-            ratios = []
+            ratios: dict[str, list[float]] = {k: [] for k in envs}
             for _ in range(reps):
-                ref = _time(["bash", "-c", f"{cmd} | cat > {scratch}/f"])
-                ours = _time([OVERSPILL, "run", "--", cmd], env)
-                ratios.append(ref / ours)
-                subprocess.run([OVERSPILL, "cleanup"], env=env, capture_output=True)
-            key = f"{size // MiB}mib"
-            out[f"run_vs_cat_{key}"] = round(median(ratios), 3)
+                for suffix, env in envs.items():
+                    ref = _time(["bash", "-c", f"{cmd} | cat > {scratch}/f"])
+                    ours = _time([OVERSPILL, "run", "--", cmd], env)
+                    ratios[suffix].append(ref / ours)
+                    subprocess.run([OVERSPILL, "rm", *_ids(home)], env=env, capture_output=True)
+            for suffix, xs in ratios.items():
+                out[f"run_vs_cat_{size // MiB}mib{suffix}"] = round(median(xs), 3)
     finally:
         _stop(home)
         shutil.rmtree(home, ignore_errors=True)
@@ -171,60 +186,97 @@ def throughput(sizes: list[int], reps: int) -> dict[str, Any]:
     return out
 
 
-def serving(grep_mb: int, seconds: float) -> dict[str, Any]:
-    """Keep-alive latency, and a small read of one principal under another's greps."""
-    import uvicorn
+_GREPPERS = """
+import sys, threading, time
+from overspill.api.wire import Endpoint, WireClient
+url, token, art, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+def loop():
+    c = WireClient(Endpoint.parse(url), token=token)
+    while True:
+        try:
+            c.json("GET", f"/v1/artifacts/{art}/grep", params={"pattern": "id=43 "})
+        except Exception:
+            time.sleep(0.01)  # a refusal (429): straight back at it, not after Retry-After
+for _ in range(n):
+    threading.Thread(target=loop, daemon=True).start()
+print("ready", flush=True)
+time.sleep(3600)
+"""
 
-    from overspill.api.app import create_app
-    from overspill.api.server import tcp_socket
+
+def serving(grep_mb: int, seconds: float) -> dict[str, Any]:
+    """``overspill serve`` in a process of its own, as deployed; the 64 greps
+    from another process, the measured reader from this one (a server that
+    shared a process, and so a GIL, with its load would measure the load)."""
     from overspill.api.wire import Endpoint, WireClient
-    from overspill.artifacts.config import StoreSettings
-    from overspill.artifacts.records import Principal
-    from overspill.artifacts.store import ArtifactStore
 
     home = tempfile.mkdtemp(prefix="ovs-bench-srv-")
-    store = ArtifactStore.open(StoreSettings(home=home))
-    alice, bob = Principal(name="user:alice", role="user"), Principal(name="user:bob", role="user")
-    writer = store.open_writer(alice)
+    off = _env(home, OVERSPILL_LOCAL_SERVER="off")
     line = b"2026-12-02T18:00:00Z worker-7 processed request id=42 in 3ms ok\n"
+    put = subprocess.Popen(
+        [OVERSPILL, "put"], env=off, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert put.stdin is not None and put.stdout is not None
     block = line * (MiB // len(line))
     for _ in range(grep_mb):
-        writer.write(block)
-    big = writer.close().id
-    small = store.open_writer(bob)
-    small.write(b"x" * 199 + b"\n")
-    small_id = small.close().id
-    ta = store.tokens.create(alice.name, "user").token
-    tb = store.tokens.create(bob.name, "user").token
-    sock = tcp_socket("127.0.0.1", 0)
-    server = uvicorn.Server(uvicorn.Config(create_app(store), log_level="error"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        put.stdin.write(block)
+    put.stdin.close()
+    big = put.stdout.read().decode().strip()
+    put.wait()
+    small = (
+        subprocess.run(
+            [OVERSPILL, "put"],
+            env=_env(home, OVERSPILL_LOCAL_SERVER="off", OVERSPILL_OWNER="user:bob"),
+            input=b"x" * 199 + b"\n",
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .strip()
+    )
+
+    def token(who: str) -> str:
+        out = subprocess.run(
+            [OVERSPILL, "token", "create", "--principal", who, "--role", "user"],
+            env=off,
+            capture_output=True,
+            check=True,
+        )
+        return out.stdout.decode().strip().splitlines()[-1]
+
+    ta, tb = token("user:bench"), token("user:bob")
+    port = _free_port()
+    server = subprocess.Popen(
+        [OVERSPILL, "serve", "--port", str(port)],
+        env=off,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    probe = WireClient(Endpoint.parse(url), timeout=30)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            probe.json("GET", "/healthz")
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
     out: dict[str, Any] = {}
+    greps = None
     try:
-        probe = WireClient(Endpoint.parse(url))
         lat = []
         for _ in range(300):
             t = time.perf_counter()
             probe.json("GET", "/healthz")
             lat.append(time.perf_counter() - t)
         out["keepalive_healthz_p50_ms"] = round(median(lat) * 1000, 2)
-        stop = threading.Event()
-
-        def grepper() -> None:
-            c = WireClient(Endpoint.parse(url), token=ta)
-            while not stop.is_set():
-                try:
-                    c.json("GET", f"/v1/artifacts/{big}/grep", params={"pattern": "id=43 "})
-                except Exception:
-                    time.sleep(0.01)
-
-        greps = [threading.Thread(target=grepper, daemon=True) for _ in range(64)]
-        for g in greps:
-            g.start()
+        greps = subprocess.Popen(
+            [PYTHON, "-c", _GREPPERS, url, ta, big, "64"], stdout=subprocess.PIPE, env=off
+        )
+        assert greps.stdout is not None
+        greps.stdout.readline()
         time.sleep(1.0)
         reader = WireClient(Endpoint.parse(url), token=tb)
         reads: list[float] = []
@@ -232,21 +284,31 @@ def serving(grep_mb: int, seconds: float) -> dict[str, Any]:
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             t = time.perf_counter()
-            reader.json("GET", f"/v1/artifacts/{small_id}/text", params={"limit": 200})
+            reader.json("GET", f"/v1/artifacts/{small}/text", params={"limit": 200})
             reads.append(time.perf_counter() - t)
             t = time.perf_counter()
             probe.json("GET", "/healthz")
             health.append(time.perf_counter() - t)
-        stop.set()
+            time.sleep(0.01)
         out["other_read_p99_under_64_greps_ms"] = round(_p99(reads) * 1000, 1)
         out["healthz_p99_under_64_greps_ms"] = round(_p99(health) * 1000, 1)
         out["reads_measured"] = len(reads)
     finally:
-        server.should_exit = True
-        thread.join(10)
-        store.close()
+        if greps is not None:
+            greps.kill()
+            greps.wait()
+        server.terminate()
+        server.wait(30)
         shutil.rmtree(home, ignore_errors=True)
     return out
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def _p99(xs: list[float]) -> float:
@@ -256,7 +318,16 @@ def _p99(xs: list[float]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (< 30 s)")
+    parser.add_argument("--only", choices=["verbs", "throughput", "serving"], help="one part")
     args = parser.parse_args()
+    if args.only:
+        part = {
+            "verbs": lambda: warm_and_cold(5 if args.quick else 21),
+            "throughput": lambda: throughput([64 * MiB], 2 if args.quick else 5),
+            "serving": lambda: serving(100 if args.quick else 200, 3.0 if args.quick else 10.0),
+        }[args.only]
+        print(json.dumps(part()))
+        return
     load_before = os.getloadavg()[0]
     reps = 5 if args.quick else 21
     figures: dict[str, Any] = {}
