@@ -100,7 +100,8 @@ class TokenStore:
         self._db = db
         self._server_secret: str | None = None
         self._clock = clock
-        self._cache: dict[str, tuple[Principal | None, float]] = {}
+        # digest -> (principal or None, remembered until (monotonic), token expiry)
+        self._cache: dict[str, tuple[Principal | None, float, datetime | None]] = {}
 
     def cached(self, secret: str) -> tuple[bool, Principal | None]:
         """(known, principal) from this process's short-lived memory of the token;
@@ -108,6 +109,8 @@ class TokenStore:
         hit = self._cache.get(_digest(secret))
         if hit is None or hit[1] < time.monotonic():
             return False, None
+        if hit[2] is not None and hit[2] <= self._clock.now():
+            return False, None  # expired since: ask the database again
         return True, hit[0]
 
     def create(
@@ -158,30 +161,30 @@ class TokenStore:
         """The principal behind a presented secret, or None if unknown/expired/revoked."""
         if not secret.startswith(TOKEN_PREFIX) or not (secret.isascii() and secret.isprintable()):
             return None
-        principal = self._authenticate(secret)
+        principal, expires = self._authenticate(secret)
         if len(self._cache) >= _CACHE_MAX:
             self._cache.clear()
-        self._cache[_digest(secret)] = (principal, time.monotonic() + CACHE_S)
+        self._cache[_digest(secret)] = (principal, time.monotonic() + CACHE_S, expires)
         return principal
 
-    def _authenticate(self, secret: str) -> Principal | None:
+    def _authenticate(self, secret: str) -> tuple[Principal | None, datetime | None]:
         now = self._clock.now()
         with self._db.read() as s:
             row = s.execute(
                 select(ApiToken).where(ApiToken.token_sha256 == _digest(secret))
             ).scalar_one_or_none()
             if not _usable(row, now):
-                return None
+                return None, None
             assert row is not None
             principal = Principal(name=row.principal, role=row.role)  # type: ignore[arg-type]
             stale = row.last_used_at is None or now - row.last_used_at > _LAST_USED_RESOLUTION
-            token_id = row.id
+            token_id, expires = row.id, row.expires_at
         if stale:
             with self._db.write() as s:
                 tok = s.get(ApiToken, token_id)
                 if tok is not None:
                     tok.last_used_at = now
-        return principal
+        return principal, expires
 
     def ticket(self, secret: str, scope: str, ttl_s: int) -> tuple[str, datetime]:
         """A ticket for ``scope`` that acts as the token's principal for ``ttl_s``."""
