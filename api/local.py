@@ -25,9 +25,7 @@ home and storage settings; a server that differs is asked to stop and replaced.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import select
 import stat
 import sys
 import time
@@ -59,12 +57,17 @@ class LocalServerUnavailable(StorageUnavailable):
 
 def fingerprint(settings: Settings) -> str:
     """What a server's store is: a server of the same home with other storage
-    settings (another database, another blob URL) is not the one to use."""
+    settings (another database, another blob URL) is not the one to use. A
+    64-bit FNV-1a of the settings: equal settings, equal prints (and no
+    password in the clear), without importing hashlib into every verb."""
     s = settings.store
     what = "\n".join(
         (os.path.abspath(s.home), s.database_url or "", s.blob_url or "", s.s3_endpoint_url or "")
     )
-    return hashlib.sha256(what.encode()).hexdigest()[:16]
+    h = 0xCBF29CE484222325
+    for byte in what.encode():
+        h = ((h ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
 
 
 def socket_path(home: str, name: str = SOCKET) -> str:
@@ -83,6 +86,8 @@ def socket_path(home: str, name: str = SOCKET) -> str:
         raise LocalServerUnavailable(f"cannot make {private}: {exc.strerror}") from exc
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
         raise LocalServerUnavailable(f"{private} is not a private directory of this user")
+    import hashlib
+
     digest = hashlib.sha256(os.fsencode(path)).hexdigest()[:24]
     return os.path.join(private, f"{digest}.sock")
 
@@ -259,6 +264,8 @@ class LocalServer:
 def _wait_ready(fd: int, timeout: float) -> str:
     """What the server wrote on ``fd``: ``ready``, or ``<code> <message>`` of the
     store error that stopped it; "" if it died silently or the time ran out."""
+    import select
+
     deadline = time.monotonic() + timeout
     got = b""
     while time.monotonic() < deadline:

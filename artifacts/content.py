@@ -7,6 +7,7 @@ even while the writer keeps appending, and no read needs the whole artifact.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -19,6 +20,7 @@ from overspill.artifacts.db.unit import Database
 from overspill.artifacts.errors import InvalidRange
 
 _BATCH = 256
+_FEW = 64  # at most this many segments are read once and kept by a Content
 
 
 @dataclass(frozen=True)
@@ -54,9 +56,51 @@ class Content:
         # Called when a segment vanished under us: the store re-checks the row and
         # returns the right error (usually Gone, because a delete raced this read).
         self._on_missing = on_missing
+        self._few: list[SegmentRef] | None = None
+        self._looked = False
+
+    def _all_if_few(self) -> list[SegmentRef] | None:
+        """Every segment, when there are few (read once): a tail or a line window
+        of a small artifact asks for its segments four or five times, and each
+        query costs more than the bytes it finds."""
+        if not self._looked:
+            self._looked = True
+            with self._db.read() as s:
+                rows = (
+                    s.execute(
+                        select(Segment)
+                        .where(Segment.artifact_id == self.artifact_id, Segment.offset < self.size)
+                        .order_by(Segment.offset)
+                        .limit(_FEW + 1)
+                    )
+                    .scalars()
+                    .all()
+                )
+            if len(rows) <= _FEW:
+                self._few = [_ref(r) for r in rows]
+        return self._few
+
+    def _segment_at(self, offset: int) -> SegmentRef | None:
+        """The last segment that starts at or before ``offset``."""
+        few = self._all_if_few()
+        if few is not None:
+            i = bisect.bisect_right([seg.offset for seg in few], offset) - 1
+            return few[i] if i >= 0 else None
+        with self._db.read() as s:
+            row = s.execute(
+                select(Segment)
+                .where(Segment.artifact_id == self.artifact_id, Segment.offset <= offset)
+                .order_by(Segment.offset.desc())
+                .limit(1)
+            ).scalar_one_or_none()
+        return _ref(row) if row is not None else None
 
     def _segments_from(self, start: int) -> Iterator[SegmentRef]:
         """Segments overlapping [start, size), in order, fetched in small batches."""
+        few = self._all_if_few()
+        if few is not None:
+            yield from (seg for seg in few if seg.end > start)
+            return
         with self._db.read() as s:
             first = s.execute(
                 select(Segment)
@@ -127,20 +171,25 @@ class Content:
         if number == 1:
             return 0 if self.size > 0 else None
         want = number - 1  # newlines that precede the line
-        with self._db.read() as s:
-            seg = s.execute(
-                select(Segment)
-                .where(
-                    Segment.artifact_id == self.artifact_id,
-                    Segment.line_offset + Segment.newlines >= want,
-                    Segment.offset < self.size,
-                )
-                .order_by(Segment.offset)
-                .limit(1)
-            ).scalar_one_or_none()
-        if seg is None:
+        few = self._all_if_few()
+        if few is not None:
+            found = next((seg for seg in few if seg.line_offset + seg.newlines >= want), None)
+        else:
+            with self._db.read() as s:
+                row = s.execute(
+                    select(Segment)
+                    .where(
+                        Segment.artifact_id == self.artifact_id,
+                        Segment.line_offset + Segment.newlines >= want,
+                        Segment.offset < self.size,
+                    )
+                    .order_by(Segment.offset)
+                    .limit(1)
+                ).scalar_one_or_none()
+            found = _ref(row) if row is not None else None
+        if found is None:
             return None
-        ref = _ref(seg)
+        ref = found
         need = want - ref.line_offset
         pos = ref.offset
         for chunk in self.iter_range(ref.offset, min(ref.end, self.size)):
@@ -164,13 +213,7 @@ class Content:
         a tail, near the end of its segment, reads only the bytes it shows."""
         if offset <= 0:
             return 1
-        with self._db.read() as s:
-            seg = s.execute(
-                select(Segment)
-                .where(Segment.artifact_id == self.artifact_id, Segment.offset <= offset)
-                .order_by(Segment.offset.desc())
-                .limit(1)
-            ).scalar_one_or_none()
+        seg = self._segment_at(offset)
         if seg is None:
             return 1
         seg_end = seg.offset + seg.size

@@ -96,16 +96,13 @@ class _GrepPrinter:
 def cmd_grep(ctx: CliContext, args: argparse.Namespace) -> int:
     if args.context < 0:
         raise CliError("--context takes a whole number >= 0")
+    if args.offset < 0:
+        raise CliError("--offset takes a byte offset >= 0")
     api = ApiCalls(ctx.client())
-    info = api.get(args.id)
-    if args.offset < 0 or args.offset > info["size_bytes"]:
-        raise CliError(
-            f"--offset {args.offset} is past the end: {args.id} holds {info['size_bytes']} bytes"
-        )
     out = sys.stdout.buffer
     printer = _GrepPrinter(api, args.id, args.context, out)
     offset, left = args.offset, args.max_count
-    progress = Progress(info["size_bytes"] - offset, "searched")
+    progress = Progress(None, "searched")
     page: JSON = {}
     found = 0
     while True:
@@ -119,6 +116,11 @@ def cmd_grep(ctx: CliContext, args: argparse.Namespace) -> int:
         }
         raw = api.grep(args.id, params)
         page = json.loads(raw)
+        if offset == args.offset and args.offset > page["size_bytes"]:
+            raise CliError(
+                f"--offset {args.offset} is past the end: {args.id} holds "
+                f"{page['size_bytes']} bytes"
+            )
         found += len(page["matches"])
         if args.json:
             out.write(raw + b"\n")
@@ -138,7 +140,8 @@ def cmd_grep(ctx: CliContext, args: argparse.Namespace) -> int:
     out.flush()
     if not page.get("eof") and left is not None and left <= 0:
         return 0  # stopped where -m said: as grep -m
-    missing = say_what_is_missing(api.get(args.id), wanted_end=None, follow=False)
+    state = {"id": args.id, **{k: page[k] for k in ("state", "size_bytes", "total_bytes", "error")}}
+    missing = say_what_is_missing(state, wanted_end=None, follow=False)
     if missing:
         return missing
     return 0 if found else 1

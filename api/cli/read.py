@@ -141,6 +141,10 @@ def cmd_cat(ctx: CliContext, args: argparse.Namespace) -> int:
     line_sel = _parse_lines(args.lines) if args.lines else None
     start, end = _parse_range(args.range) if args.range else (0, None)
     api = ApiCalls(ctx.client())
+    if args.tail is not None and not args.follow:
+        done = _small_tail(api, args.id, args.tail)
+        if done is not None:
+            return done
     info = api.get(args.id)
     stored = info["size_bytes"]
     if line_sel is not None:
@@ -166,6 +170,22 @@ def cmd_cat(ctx: CliContext, args: argparse.Namespace) -> int:
     out.flush()
     after = api.get(args.id) if args.follow else info
     return say_what_is_missing(after, wanted_end=end, follow=args.follow)
+
+
+def _small_tail(api: ApiCalls, artifact_id: str, lines: int) -> int | None:
+    """``--tail N`` in one request when the tail is small and its text is its
+    bytes (no invalid UTF-8 to stand for): the window says where it starts and
+    how the artifact stands. None when the bytes must be streamed instead."""
+    w = api.tail(artifact_id, {"lines": lines, "max_bytes": 256 * 1024})
+    if w["truncated"] or "\ufffd" in w["text"]:
+        return None
+    sys.stdout.buffer.write(w["text"].encode())
+    sys.stdout.buffer.flush()
+    state = {
+        "id": artifact_id,
+        **{k: w[k] for k in ("state", "size_bytes", "total_bytes", "error")},
+    }
+    return say_what_is_missing(state, wanted_end=None, follow=False)
 
 
 def say_what_is_missing(info: JSON, *, wanted_end: int | None, follow: bool) -> int:
