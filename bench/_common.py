@@ -48,7 +48,6 @@ def peak_rss_mb() -> float:
 def run_child(script: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run one measurement in a fresh process so its peak RSS is its own."""
     full_env = dict(os.environ)
-    full_env["PYTHONPATH"] = str(ROOT)
     full_env.update(env or {})
     out = subprocess.run(
         [sys.executable, str(script), "--child", *args],

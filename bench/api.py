@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench._common import free_port, report, wait_up
+from _common import free_port, report, wait_up
 
 MiB = 1024 * 1024
 RANGE = MiB
@@ -96,7 +96,7 @@ async def _load(
 
 
 def _run_server(args: list[str]) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    env = dict(os.environ)
     return subprocess.Popen([sys.executable, str(Path(__file__).resolve()), *args], env=env)
 
 

@@ -29,9 +29,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench._common import free_port, report, wait_up
+from _common import free_port, report, wait_up
+
 from overspill.artifacts.queries import GrepQuery, LineQuery
 
 MiB = 1024 * 1024
@@ -195,7 +196,7 @@ def main() -> None:
         idle.flush()
 
         port = free_port()
-        env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+        env = dict(os.environ)
         server = subprocess.Popen(
             [
                 sys.executable,

@@ -24,9 +24,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench._common import median, peak_rss_mb, report, run_child
+from _common import median, peak_rss_mb, report, run_child
 
 CHUNK = 64 * 1024
 MiB = 1024 * 1024

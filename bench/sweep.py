@@ -16,9 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench._common import report
+from _common import report
 
 PAYLOAD = b"expired output line\n" * 5  # 100 bytes
 

@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench._common import free_port, median, report, wait_up
+from _common import free_port, median, report, wait_up
 
 MiB = 1024 * 1024
 CHROMIUM = os.environ.get("TEST_OVERSPILL_CHROMIUM", "/usr/bin/chromium")
@@ -74,7 +74,6 @@ def main() -> None:
         port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
         env.update(OVERSPILL_HOME=str(home), OVERSPILL_SWEEP_INTERVAL_S="0")
-        env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
         server = subprocess.Popen(
             [sys.executable, "-m", "overspill.api.cli", "serve", "--port", str(port)],
             env=env,

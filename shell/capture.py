@@ -43,6 +43,7 @@ class OutputCollector:
         mode: RetentionMode = "tail",
         spill: Callable[[], SpillFile] | None = None,
         open_sink: Callable[[], SinkStream] | None = None,
+        prepare: Callable[[], None] | None = None,
     ) -> None:
         self.stream = stream
         self._window = window
@@ -54,6 +55,10 @@ class OutputCollector:
         self._lock = threading.Lock()
         self._make_spill = spill
         self._open_sink = open_sink
+        # Called once when the stream passes half its window: a sink that takes
+        # time to be ready (a connection, a server's start) begins then, so the
+        # first overflow finds it ready more often.
+        self._prepare = prepare
         self._spill: SpillFile | None = None
         self._sink: SinkStream | None = None
         self._overflowed = False
@@ -78,6 +83,9 @@ class OutputCollector:
             return
         newlines = count_newlines(chunk)
         with self._lock:
+            if self._prepare is not None and 2 * (self._total + len(chunk)) > self._window:
+                prepare, self._prepare = self._prepare, None
+                prepare()
             if not self._overflowed and self._total + len(chunk) > self._window:
                 self._start_copies()
             self._total += len(chunk)

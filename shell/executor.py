@@ -112,8 +112,14 @@ class Executor:
             if sink
             else None
         )
+        prepare = getattr(sink, "prepare", None)  # (a DeferredSink builds ahead)
         return OutputCollector(
-            stream, window, mode=settings.retention_mode, spill=spill, open_sink=open_sink
+            stream,
+            window,
+            mode=settings.retention_mode,
+            spill=spill,
+            open_sink=open_sink,
+            prepare=prepare,
         )
 
 
