@@ -307,11 +307,29 @@ class _Scan:
         self.hit: tuple[int, int] | None = None  # the current line's first match
         self._pos = start  # where the next chunk starts
 
-    def _search_carry(self, piece: bytes, base: int) -> None:
-        if self.hit is None and piece:
-            m = self.g.regex.find(piece, 0, len(piece))
-            if m is not None:
+    def _search_carry(self, piece: bytes, base: int, *, ends_line: bool) -> None:
+        """Search a part of the current line (at ``base``): its first match, if it
+        has none yet. A part that does not end the line has an edge the line does
+        not: a match that touches it could be one of ``$`` or ``\\b`` where the
+        line goes on, so it is left to the next part, which overlaps this one by
+        OVERLAP bytes and finds it again if it is real. Likewise a part that does
+        not start the line counts no match at its first byte (``^``): the part
+        before, which held that byte inside, had its chance."""
+        if self.hit is not None:
+            return
+        starts_line = base == self.line_start
+        if not piece and not (starts_line and ends_line):
+            return
+        find, end = self.g.regex.find, len(piece)
+        pos = 0
+        while pos <= end:
+            m = find(piece, pos, end)
+            if m is None:
+                return
+            if (m[1] < end or ends_line) and (m[0] > 0 or starts_line):
                 self.hit = (base + m[0], base + m[1])
+                return
+            pos = m[0] + 1
 
     def _end_line(self, end: int) -> int | None:
         """The current line ends at ``end`` (its terminator); record it if it
@@ -329,7 +347,10 @@ class _Scan:
         if past is None:
             return hit.start
         if len(self.g.matches) >= self.g.max_matches:
-            return past
+            # Resume at the line after the last *match*, not after its context:
+            # a match among those context lines is then found, and reported, by
+            # the page that resumes (past its context it was never reported).
+            return min(hit.end + 1, self.g.content.size)
         return None
 
     def _record_short(
@@ -367,11 +388,11 @@ class _Scan:
         g.base, g.data = pos, chunk
         if first < 0:  # the middle of a line longer than a chunk
             joined = self.carry + chunk
-            self._search_carry(joined, pos - len(self.carry))
+            self._search_carry(joined, pos - len(self.carry), ends_line=False)
             self.carry = joined[-OVERLAP:]
             self._pos = pos + len(chunk)
             return None
-        self._search_carry(self.carry + chunk[:first], pos - len(self.carry))
+        self._search_carry(self.carry + chunk[:first], pos - len(self.carry), ends_line=True)
         resume = self._end_line(pos + first)
         if resume is not None:
             return resume
@@ -382,7 +403,10 @@ class _Scan:
         regex = g.regex
         fast, line_cap = not g.context, g.line_cap
         m = regex.find(chunk, i, last + 1) if i <= last else None
-        while m is not None:
+        # A match at last + 1 (an empty one, as ^$ makes there) is of the line that
+        # starts after the chunk's last newline: that line is searched with what
+        # follows (or found not to exist: past a final newline there is no line).
+        while m is not None and m[0] <= last:
             ls = chunk.rfind(b"\n", 0, m[0]) + 1
             le = chunk.find(b"\n", m[1], last + 1)
             self.number += _newlines(chunk, counted, ls)
@@ -404,7 +428,7 @@ class _Scan:
         self.line_start = pos + last + 1
         tail = chunk[last + 1 :]
         if len(tail) > OVERLAP:
-            self._search_carry(tail, self.line_start)
+            self._search_carry(tail, self.line_start, ends_line=False)
             tail = tail[-OVERLAP:]
         self.carry = tail
         self._pos = pos + len(chunk)
@@ -414,7 +438,7 @@ class _Scan:
         """The content ended (a last line without a terminator may remain)."""
         if self.line_start >= size:
             return None
-        self._search_carry(self.carry, size - len(self.carry))
+        self._search_carry(self.carry, size - len(self.carry), ends_line=True)
         return self._end_line(size)
 
 

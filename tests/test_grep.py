@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterator
 
 import pytest
 
@@ -142,3 +143,44 @@ def test_the_gc_pause_restores_the_collector_and_leaves_nothing_frozen() -> None
         assert 0 < gc.get_freeze_count() <= frozen and len(more) == 1000
     finally:
         gc.unfreeze()
+
+
+@pytest.fixture(scope="module")
+def one_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ArtifactStore]:
+    """The engine's tests need a store, not every backend: SQLite and files."""
+    from overspill.artifacts.config import StoreSettings
+
+    home = tmp_path_factory.mktemp("grep")
+    s = ArtifactStore.open(StoreSettings(home=str(home), segment_bytes=16, flush_interval_s=30))
+    yield s
+    s.close()
+
+
+@pytest.mark.parametrize("context", [0, 1, 2])
+def test_grep_agrees_with_gnu_grep_on_awkward_bytes_and_every_page_size(
+    one_store: ArtifactStore, context: int
+) -> None:
+    """Empty lines, a first line that is empty, no final newline, ^$ and a
+    page that stops on max_matches inside a match's context, across tiny
+    segments: followed page by page, the matches are GNU grep -n's, each once."""
+    import subprocess
+
+    store = one_store
+    rng = random.Random(context)
+    for _ in range(25):
+        data = bytes(rng.choice(b"ab\n\n") for _ in range(rng.randrange(1, 60)))
+        art = write_artifact(store, data)
+        for pattern in ("^$", "a", "^a", "b$", "^ab", "a|b"):
+            gnu = subprocess.run(["grep", "-nE", pattern], input=data, capture_output=True).stdout
+            want = [int(line.split(b":", 1)[0]) for line in gnu.splitlines()]
+            for page in (1, 3, 100):
+                got: list[int] = []
+                offset = 0
+                while True:
+                    q = GrepQuery(pattern=pattern, context=context, max_matches=page, offset=offset)
+                    res = store.grep(ALICE, art, q)
+                    got += [m.line.number for m in res.matches]
+                    if res.eof:
+                        break
+                    offset = res.next_offset
+                assert got == want, (data, pattern, page)
