@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from fastapi import APIRouter, Query, Request, Response
@@ -23,6 +24,9 @@ router = APIRouter(
     tags=["admin"],
     responses={**RESPONSES, 403: {"model": ErrorBody, "description": "Not an admin token"}},
 )
+
+
+_OWNER_SHAPE = re.compile(r"[^\s\x00-\x1f\x7f]+")
 
 
 class TokenCreate(BaseModel):
@@ -101,8 +105,15 @@ class CleanupRequest(BaseModel):
 
 
 def _owner_path(owner: str) -> str:
-    if not owner or owner == GLOBAL or len(owner) > 200:
-        raise InvalidArgument(f"invalid owner {owner!r}")
+    """An owner named in a policy route: a principal's name, never empty or blank.
+
+    An empty owner must not fall through to the global policy — an unset ``$OWNER`` in a
+    script would otherwise change every owner's retention."""
+    if not owner or owner == GLOBAL or len(owner) > 200 or not _OWNER_SHAPE.fullmatch(owner):
+        raise InvalidArgument(
+            f"invalid owner {owner[:80]!r}: name one principal (e.g. agent:ci-bot), "
+            "without spaces or control characters"
+        )
     return owner
 
 
@@ -156,7 +167,8 @@ def preview_policy(body: PreviewRequest, store: StoreDep, admin: AdminDep) -> Pr
     """What would expire now, within 24 h and within 7 d, per owner, if this policy
     were set and applied to existing artifacts. Changes nothing."""
     spec = PolicySpec(**body.model_dump(exclude_unset=True, exclude={"owner"}))
-    return store.policies.preview(spec, _owner_path(body.owner) if body.owner else GLOBAL)
+    owner = GLOBAL if body.owner is None else _owner_path(body.owner)
+    return store.policies.preview(spec, owner)
 
 
 @router.post("/cleanup", response_model=SweepReport)

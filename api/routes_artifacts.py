@@ -150,7 +150,7 @@ async def upload_content(
     if complete:
         result = await run_in_threadpool(writer.close)
         if result.error and result.state == "failed":
-            raise StorageUnavailable(result.error)
+            raise writer.error_to_raise() if writer.error else StorageUnavailable(result.error)
         request.app.state.metrics.artifacts_written.inc()
     else:
         await run_in_threadpool(store.end_append, writer, 0)

@@ -13,7 +13,6 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
-from pydantic import ValidationError
 
 from overspill.api.deps import PrincipalDep, StoreDep
 from overspill.api.errors import RESPONSES
@@ -52,18 +51,14 @@ async def save_result(
     budget: int = Query(DEFAULT_BUDGET, description="Bytes of preview to return"),
 ) -> SavedResult:
     """Store the body as an artifact (kind `result`) and answer with its preview."""
-    try:
-        req = SaveRequest(
-            tool=tool,
-            name=name,
-            session_id=session_id,
-            media_type=media_type,
-            source=_source(source),
-            budget=budget,
-        )
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise InvalidArgument(f"{first['loc'][0]}: {first['msg']}") from None
+    req = SaveRequest.checked(
+        tool=tool,
+        name=name,
+        session_id=session_id,
+        media_type=media_type,
+        source=_source(source),
+        budget=budget,
+    )
     save = await run_in_threadpool(
         lambda: ResultSave(
             lambda: req.open_writer(store, who),

@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from overspill.artifacts.errors import InvalidArgument, OverspillError
 from overspill.artifacts.records import ArtifactInfo
@@ -42,6 +42,24 @@ class SaveRequest(BaseModel):
     media_type: str = Field("text/plain; charset=utf-8", min_length=1, max_length=200)
     source: dict[str, Any] = Field(default_factory=dict)
     budget: int = Field(DEFAULT_BUDGET, ge=MIN_BUDGET, le=MAX_BUDGET)
+
+    @field_validator("tool", "name", "session_id", "media_type")
+    @classmethod
+    def _no_nul(cls, value: str | None) -> str | None:
+        # PostgreSQL refuses NUL in text; refused here so it is a 400, not a failed save.
+        if value is not None and "\x00" in value:
+            raise ValueError("must not contain a NUL character")
+        return value
+
+    @classmethod
+    def checked(cls, **fields: Any) -> SaveRequest:
+        """The request, or ``InvalidArgument`` in one sentence naming the field."""
+        try:
+            return cls(**fields)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "request"
+            raise InvalidArgument(f"{where}: {first['msg']}") from None
 
     def full_source(self) -> dict[str, Any]:
         return {**self.source, "tool": self.tool}
@@ -209,6 +227,8 @@ class ResultSave:
         self._writer: Any = None
         try:
             self._writer = open_writer()
+        except InvalidArgument:
+            raise  # bad input is the caller's to fix (a 4xx), not a storage failure
         except OverspillError as exc:
             self._error = exc.message
 
@@ -234,17 +254,7 @@ class ResultSave:
                 except OverspillError as exc:
                     self._error = exc.message
         if info is None or self._error is not None:
-            return SavedResult(
-                id=None,
-                bytes=self._buf.total,
-                lines=0,
-                state=None,
-                expires_at=None,
-                retrieval_hint="",
-                preview="",
-                omitted_bytes=0,
-                error=f"the result could not be stored: {self._error}",
-            )
+            return not_stored(self._buf.total, self._error or "storage failed")
         text, omitted = self._buf.preview(notice_for(info), self._budget)
         return SavedResult(
             id=info.id,
@@ -257,6 +267,31 @@ class ResultSave:
             omitted_bytes=omitted,
             error=info.error if info.state != "complete" else None,
         )
+
+
+def not_stored(total: int, why: str) -> SavedResult:
+    """The answer when nothing was stored: no id, no preview (the caller keeps its
+    original result), and why."""
+    return SavedResult(
+        id=None,
+        bytes=total,
+        lines=0,
+        state=None,
+        expires_at=None,
+        retrieval_hint="",
+        preview="",
+        omitted_bytes=0,
+        error=f"the result could not be stored: {why}",
+    )
+
+
+def suggested_name(name: str | None) -> str | None:
+    """A tool's suggested name as a name the store takes: control characters
+    dropped and at most 500 characters (a long URL still saves)."""
+    if name is None:
+        return None
+    clean = "".join(ch for ch in name if ch.isprintable() or ch == " ")
+    return clean if len(clean) <= 500 else clean[:499] + "…"
 
 
 def save_stream(
@@ -335,6 +370,14 @@ class ResultSaver:
     ) -> SavedResult:
         check_budget(budget)
         session = session_id or self._session_id
+        request = SaveRequest.checked(
+            tool=tool,
+            name=suggested_name(name),
+            session_id=session,
+            media_type=media_type,
+            source=source or {},
+            budget=budget,
+        )
         legacy_file = None
         buf = PreviewBuffer(budget)
         if self._legacy:
@@ -346,18 +389,15 @@ class ResultSaver:
             for chunk in as_chunks(content):
                 if legacy_file is not None:
                     legacy_file.write(chunk)
-                    buf.feed(chunk)
+                buf.feed(chunk)  # bounded: the preview's head and tail, and the count
                 yield chunk
 
-        request = SaveRequest(
-            tool=tool,
-            name=name,
-            session_id=session,
-            media_type=media_type,
-            source=source or {},
-            budget=budget,
-        )
-        saved: SavedResult = self._backend.save_result(chunks(), request)
+        try:
+            saved: SavedResult = self._backend.save_result(chunks(), request)
+        except InvalidArgument:
+            raise
+        except OverspillError as exc:  # the server unreachable, the store refusing
+            saved = not_stored(buf.total, exc.message)
         if legacy_file is None:
             return saved
         path = legacy_file.close()
@@ -369,7 +409,10 @@ class ResultSaver:
             return saved
         from overspill.shell.result_spill import LEGACY_HINT
 
-        info = self._backend.get(saved.id)
+        try:
+            info = self._backend.get(saved.id)
+        except OverspillError:
+            return saved  # stored; only the notice naming the legacy file is lost
         text, omitted = buf.preview(notice_for(info, path, LEGACY_HINT), budget)
         return saved.model_copy(
             update={"preview": text, "omitted_bytes": omitted, "legacy_path": path}

@@ -158,6 +158,15 @@ class StorageUnavailable(OverspillError):
     status = 503
 
 
+class DiskFull(StorageUnavailable):
+    """The file system that holds the bytes has no space left (or the user's quota
+    on it is spent). Named apart from other storage trouble so every answer can say
+    so, with where, instead of the symptom a later step meets."""
+
+    code = "disk_full"
+    status = 507
+
+
 class TooManyRequests(OverspillError):
     """The principal already holds as many of these long requests as allowed."""
 

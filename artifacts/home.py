@@ -32,6 +32,12 @@ def ensure_home(path: str | os.PathLike[str]) -> str:
             f"data directory {path} is not a directory owned by this user; "
             "set OVERSPILL_HOME to one that is"
         )
+    if not os.access(path, os.W_OK):  # a read-only mount, or no write bit for us
+        probe = os.statvfs(path)
+        why = "the file system is read-only" if probe.f_flag & os.ST_RDONLY else "not writable"
+        raise StorageUnavailable(
+            f"data directory {path}: {why}; set OVERSPILL_HOME to a writable directory"
+        )
     if st.st_mode & 0o077:
         try:
             os.chmod(path, 0o700)

@@ -35,7 +35,13 @@ from collections import deque
 from types import TracebackType
 from typing import Any
 
-from overspill.artifacts.errors import Conflict, OverspillError, QuotaExceeded, StorageUnavailable
+from overspill.artifacts.errors import (
+    Conflict,
+    DiskFull,
+    OverspillError,
+    QuotaExceeded,
+    StorageUnavailable,
+)
 from overspill.artifacts.producers import BufferedProducer, Pending, PlacingProducer, Producer
 from overspill.artifacts.segments import (
     FinishingPublisher,
@@ -192,6 +198,8 @@ class ArtifactWriter:
             self.fail(f"storage did not answer within {self.stall_s:g} s")
         self.producer.close(wait=not self._thread.is_alive())
         err = self.error or error
+        if isinstance(self._failure, DiskFull):
+            err = f"{self._failure.message}: {self.committed} of {self._total} bytes stored"
         if err:
             final = "failed"
         else:
@@ -299,9 +307,9 @@ class ArtifactWriter:
 
     def error_to_raise(self) -> OverspillError:
         """A lost race (another appender got the offset first, the lease went)
-        stays a Conflict for the caller, with the current size; anything else
-        means the bytes could not be stored."""
-        if isinstance(self._failure, Conflict):
+        stays a Conflict for the caller, with the current size, and a full disk
+        stays DiskFull; anything else means the bytes could not be stored."""
+        if isinstance(self._failure, Conflict | DiskFull):
             return self._failure
         return StorageUnavailable(self.error or "storage failed")
 
@@ -318,7 +326,7 @@ class ArtifactWriter:
         with self.cond:
             if quota:
                 self.stopped = message
-            else:
+            elif self.error is None:  # the first failure is the cause; later ones follow it
                 self.error = message
                 self._failure = cause
             self.in_flight = 0
@@ -406,15 +414,22 @@ class ArtifactWriter:
         with self.cond:
             self.producer.indexed_locked(item)
             self.in_flight = 0
+            late: list[StagedSegment] = []
             if staged is None:  # storing made it visible (an HTTP append)
                 self.committed += item.fill
                 self._last_renew = time.monotonic()
+            elif self.error:
+                # It failed while this segment was indexed: no row will ever name
+                # it, and publishing it after the gap would fail on its offset.
+                late = self.producer.unpublished_locked([staged])
             else:
                 if not self._staged:
                     self._staged_since = time.monotonic()
                 self._staged.append(staged)
                 self._staged_bytes += item.fill
             self.cond.notify_all()
+        if late:
+            self.producer.discard(late)
 
     def _publish_remaining_then_stop(self, reason: str) -> None:
         with self.cond:

@@ -205,7 +205,7 @@ class OutputCollector:
             if spill_path is not None:
                 update = {**source_update, "spill": {"path": spill_path, "bytes": self._total}}
             artifact, error = self._sink.close(update, self._total)
-            if error and self.storage_error is None:
+            if error:  # the store's final account (how much it kept) over the first symptom
                 self.storage_error = error
             if artifact is not None and self.storage_error and artifact.state == "writing":
                 artifact = artifact._replace(state="failed")

@@ -33,6 +33,7 @@ LEGACY_HINT = "Read it in pages with offset/limit, or search it with grep."
 _ROOT_RE = re.compile(r"dsh-spill-[A-Za-z0-9]{6}\Z")
 _SESSION_RE = re.compile(r"session-[0-9a-f]{12}\Z")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+RESULT_NAME = re.compile(r"[0-9a-f]{12}-[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}\Z")
 _ALNUM = string.ascii_letters + string.digits
 
 
@@ -53,14 +54,24 @@ class LegacyResultRoot:
     _lock = threading.Lock()
     _made: Path | None = None
 
+    _inside: dict[Path, Path] = {}
+
     def __init__(self, configured: str | None = None) -> None:
         self._configured = Path(configured) if configured else None
 
     def path(self) -> Path:
-        if self._configured is not None:
-            _private_dir(self._configured)
-            return self._configured
+        """The configured directory when it is private and ours (made 0700 if it
+        did not exist); a private ``dsh-spill-XXXXXX`` made inside it when it is
+        shared (0755, a sticky 1777 like the temp dir): a directory overspill did
+        not create never has its mode changed."""
         with LegacyResultRoot._lock:
+            if self._configured is not None:
+                if _private_dir(self._configured, shared_ok=True):
+                    return self._configured
+                made = LegacyResultRoot._inside.get(self._configured)
+                if made is None or not made.is_dir():
+                    made = LegacyResultRoot._inside[self._configured] = _make_root(self._configured)
+                return made
             made = LegacyResultRoot._made
             if made is None or not made.is_dir():
                 made = LegacyResultRoot._made = _make_root(Path(tempfile.gettempdir()))
@@ -78,18 +89,28 @@ def _make_root(tmp: Path) -> Path:
     raise OSError("could not create a private spill directory")
 
 
-def _private_dir(path: Path) -> None:
-    """Create ``path`` 0700, or accept it only if it is a real directory of ours."""
+def _private_dir(path: Path, *, shared_ok: bool = False) -> bool:
+    """Create ``path`` 0700 and answer True, or True if it already is a private
+    directory of ours. A real directory open to others answers False when
+    ``shared_ok`` (the caller makes a private one inside); anything else raises
+    with a message naming the path. The mode of an existing directory is never
+    changed."""
     try:
         os.mkdir(path, 0o700)
-        return
+        return True
     except FileExistsError:
         pass
     st = os.lstat(path)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
-        raise OSError(f"{path} is not a directory owned by this user")
-    if st.st_mode & 0o077:
-        os.chmod(path, 0o700)
+    if not stat.S_ISDIR(st.st_mode):
+        raise OSError(f"{path} is not a directory (a link or a file); not writing there")
+    if st.st_uid == os.geteuid() and not st.st_mode & 0o077:
+        return True
+    if shared_ok:
+        return False
+    raise OSError(
+        f"{path} is open to other users (mode {stat.S_IMODE(st.st_mode):04o}, "
+        f"owner uid {st.st_uid}); not writing there"
+    )
 
 
 class LegacyResultFile(CappedFile):
@@ -115,11 +136,13 @@ def sweep_old_result_files(
         return 0
     cutoff = time.time() - max_age_days * 86400
     roots: list[str] = [root] if root else []
-    base = tmpdir or tempfile.gettempdir()
-    try:
-        roots += [e.path for e in os.scandir(base) if _ROOT_RE.match(e.name)]
-    except OSError as exc:
-        log.warning("result sweep: cannot list %s: %s", base, exc.strerror)
+    for base in [tmpdir or tempfile.gettempdir(), *roots]:
+        try:
+            roots += [e.path for e in os.scandir(base) if _ROOT_RE.match(e.name)]
+        except FileNotFoundError:
+            continue  # a configured root not made yet
+        except OSError as exc:
+            log.warning("result sweep: cannot list %s: %s", base, exc.strerror)
     removed = 0
     for path in roots:
         if not _ours(path):
@@ -132,7 +155,7 @@ def sweep_old_result_files(
         for session in sessions:
             if not _ours(session):
                 continue
-            removed += sweep_dir(session, cutoff)
+            removed += sweep_dir(session, cutoff, RESULT_NAME)
             try:
                 os.rmdir(session)  # only succeeds when empty
             except OSError:
@@ -148,7 +171,7 @@ def _ours(path: str) -> bool:
     if not stat.S_ISDIR(st.st_mode):
         log.warning("result sweep: skipping %s: not a plain directory", path)
         return False
-    if st.st_uid != os.getuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         log.warning("result sweep: skipping %s: not owned by us or writable by others", path)
         return False
     return True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import stat
 import threading
 import time
@@ -154,7 +155,7 @@ def sweep_old_spill_files(max_age_days: float, tmpdir: str | None = None) -> int
     except OSError as exc:
         _log().warning("spill sweep: cannot list %s: %s", base, exc.strerror)
         return 0
-    uid = os.getuid()
+    uid = os.geteuid()
     own_dir = SpillDirectory._path
     for entry in entries:
         if not entry.name.startswith(PREFIX):
@@ -171,7 +172,7 @@ def sweep_old_spill_files(max_age_days: float, tmpdir: str | None = None) -> int
                 "spill sweep: skipping %s: not owned by us or writable by others", entry.path
             )
             continue
-        removed += sweep_dir(entry.path, cutoff)
+        removed += sweep_dir(entry.path, cutoff, SPILL_NAME)
         if own_dir is None or entry.path != own_dir:
             try:
                 os.rmdir(entry.path)  # only succeeds when empty
@@ -180,8 +181,15 @@ def sweep_old_spill_files(max_age_days: float, tmpdir: str | None = None) -> int
     return removed
 
 
-def sweep_dir(path: str, cutoff: float) -> int:
+SPILL_NAME = re.compile(rf"{PREFIX}[0-9]+-[0-9]+-[0-9a-f]{{12}}-[a-z]+\.log\Z")
+
+
+def sweep_dir(path: str, cutoff: float, shaped: re.Pattern[str]) -> int:
+    """Delete regular files in ``path`` older than ``cutoff`` — only those named as
+    overspill names them (``shaped``) and owned by the effective user: a directory
+    that looks like ours may still hold someone else's file."""
     removed = 0
+    euid = os.geteuid()
     try:
         dfd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as exc:
@@ -189,10 +197,14 @@ def sweep_dir(path: str, cutoff: float) -> int:
         return 0
     try:
         for name in os.listdir(dfd):
+            if not shaped.match(name):
+                continue
             try:
                 st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-                if not stat.S_ISREG(st.st_mode):
-                    _log().warning("spill sweep: skipping %s/%s: not a regular file", path, name)
+                if not stat.S_ISREG(st.st_mode) or st.st_uid != euid:
+                    _log().warning(
+                        "spill sweep: skipping %s/%s: not a regular file of ours", path, name
+                    )
                     continue
                 if st.st_mtime < cutoff:
                     os.unlink(name, dir_fd=dfd)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -117,3 +119,27 @@ def stop_local_servers(under: str, timeout: float = 15.0) -> list[tuple[int, str
             except ProcessLookupError:
                 pass
     return running
+
+
+def cli_env(**settings: object) -> dict[str, str]:
+    """This process's environment without any OVERSPILL_ setting, plus ``settings``
+    (so a developer's own configuration never leaks into a CLI under test)."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
+    env.update({k: str(v) for k, v in settings.items()})
+    return env
+
+
+def run_cli(
+    env: dict[str, str], *args: str, stdin: bytes = b"", timeout: float = 120
+) -> subprocess.CompletedProcess[bytes]:
+    """``overspill ARGS`` as a real process, the way a person or an agent runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "overspill.api.cli", *args],
+        input=stdin,
+        capture_output=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )

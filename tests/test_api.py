@@ -470,6 +470,9 @@ def test_hostile_input_is_a_clear_4xx_on_every_database(api: Api) -> None:
         ("POST", "/v1/artifacts", {"json": {"source": {"cmd": "a\x00b"}}}, 400),
         ("POST", "/v1/artifacts", {"json": {"source": nested}}, 400),
         ("POST", "/v1/artifacts", {"json": {"source": {"big": "x" * 100_000}}}, 400),
+        ("POST", "/v1/results", {"params": {"name": "a\x00b"}, "content": b"x"}, 400),
+        ("POST", "/v1/results", {"params": {"tool": "a\x00b"}, "content": b"x"}, 400),
+        ("POST", "/v1/results", {"params": {"session_id": "a\x00b"}, "content": b"x"}, 400),
     ]
     for method, path, kwargs, status in cases:
         r = api.client.request(method, path, headers=h, **kwargs)  # type: ignore[arg-type]
@@ -548,6 +551,23 @@ def test_policies_address_owners_with_a_slash(api: Api) -> None:
     assert r.status_code == 200, r.text
     assert api.client.get(path, headers=h).json()["owner"] == "agent:team/ci"
     assert api.client.delete(path, headers=h).status_code == 204
+
+
+@pytest.mark.parametrize("owner", ["", " ", "a b", "x\x00y", "*"])
+def test_an_empty_or_malformed_owner_never_reaches_the_global_policy(api: Api, owner: str) -> None:
+    h = api.h(api.admin)
+    before = api.client.get("/v1/admin/retention", headers=h).json()
+    r = api.client.post(
+        "/v1/admin/retention/preview", json={"owner": owner, "default_retention_s": 60}, headers=h
+    )
+    assert r.status_code == 400 and "owner" in r.json()["error"]["message"], r.text
+    from urllib.parse import quote
+
+    if owner:
+        path = f"/v1/admin/retention/owners/{quote(owner)}"
+        r = api.client.put(path, json={"default_retention_s": 60}, headers=h)
+        assert r.status_code == 400, r.text
+    assert api.client.get("/v1/admin/retention", headers=h).json() == before
 
 
 def test_a_delete_whose_bytes_cannot_be_purged_yet_still_answers_the_tombstone(

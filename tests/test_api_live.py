@@ -21,7 +21,7 @@ from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell import ExecRequest, Executor, ShellSettings
 from tests.api_helpers import Api, live_server, make_api
-from tests.helpers import ALICE
+from tests.helpers import ALICE, cli_env, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,15 +34,7 @@ def server(store: ArtifactStore) -> Iterator[tuple[Api, str]]:
 
 
 def _cli(url: str, token: str, *args: str) -> subprocess.CompletedProcess[bytes]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
-    env.update(OVERSPILL_URL=url, OVERSPILL_TOKEN=token)
-    return subprocess.run(
-        [sys.executable, "-m", "overspill.api.cli", *args],
-        capture_output=True,
-        env=env,
-        check=False,
-        timeout=120,
-    )
+    return run_cli(cli_env(OVERSPILL_URL=url, OVERSPILL_TOKEN=token), *args)
 
 
 def test_the_client_covers_the_api(server: tuple[Api, str]) -> None:

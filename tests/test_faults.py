@@ -77,8 +77,11 @@ def test_a_hung_object_store_does_not_slow_the_command(
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A real 24 MiB filesystem (tmpfs) to fill; skipped where mounting is not allowed."""
+    """A real 24 MiB filesystem (tmpfs) to fill; skipped where mounting is not allowed.
+    Local servers started on it are stopped before it is unmounted."""
     import subprocess
+
+    from tests.helpers import stop_local_servers
 
     mnt = tmp_path / "small"
     mnt.mkdir()
@@ -90,7 +93,137 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     try:
         yield mnt
     finally:
+        stop_local_servers(str(mnt))
         subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+SEQ_TOTAL = 105_888_897  # bytes of `seq 1 13000000`
+
+
+def _stored_rows(home: Path) -> list[tuple[str, str, int, int]]:
+    import sqlite3
+
+    with sqlite3.connect(home / "overspill.db") as db:
+        return list(db.execute("SELECT id, state, size_bytes, total_bytes FROM artifacts"))
+
+
+@pytest.mark.parametrize("local_server", ["on", "off"])
+def test_a_spool_that_fills_never_leaves_a_short_artifact_complete(
+    small_disk: Path, local_server: str
+) -> None:
+    """The spool (TMPDIR) and the home share one small disk: every run still
+    returns its tail, and no artifact that holds fewer bytes than the command
+    printed is called complete, in the row or in the answer."""
+    import json
+
+    from tests.helpers import cli_env, run_cli
+
+    tmp = small_disk / "tmp"
+    tmp.mkdir(mode=0o700)
+    env = cli_env(
+        OVERSPILL_HOME=small_disk / "home", TMPDIR=tmp, OVERSPILL_LOCAL_SERVER=local_server
+    )
+    for _ in range(4):
+        done = run_cli(env, "run", "--json", "--", "seq 1 13000000")
+        assert done.returncode == 0, done.stderr
+        out = json.loads(done.stdout)["stdout"]
+        assert out["total_bytes"] == SEQ_TOTAL and out["text"].endswith("12999999\n13000000\n")
+        art = out["artifact"]
+        if art is not None and art["state"] == "complete":
+            assert art["size_bytes"] == SEQ_TOTAL and out["storage_error"] is None
+        else:
+            assert out["storage_error"], out
+    rows = _stored_rows(small_disk / "home")
+    assert rows and all(state != "complete" or size == total for _, state, size, total in rows), (
+        rows
+    )
+    assert all(total == SEQ_TOTAL for *_, total in rows), rows
+
+
+@pytest.mark.parametrize("local_server", ["on", "off"])
+def test_a_full_home_says_disk_full_where_and_how_much_was_stored(
+    small_disk: Path, local_server: str
+) -> None:
+    import json
+
+    from tests.helpers import cli_env, run_cli
+
+    home = small_disk / "home"
+    env = cli_env(OVERSPILL_HOME=home, OVERSPILL_LOCAL_SERVER=local_server)
+    done = run_cli(env, "run", "--json", "--", "seq 1 13000000")
+    out = json.loads(done.stdout)["stdout"]
+    art = out["artifact"]
+    assert art["state"] == "failed" and art["total_bytes"] == SEQ_TOTAL
+    why = f"disk full at {home / 'blobs'}: {art['size_bytes']} of {SEQ_TOTAL} bytes stored"
+    assert out["storage_error"] == why
+    assert done.stderr.decode() == f"overspill: warning: full output not stored: {why}\n"
+    text = run_cli(env, "run", "--", "seq 1 13000000")
+    assert f"artifact unavailable: disk full at {home / 'blobs'}: " in text.stdout.decode()
+    again = run_cli(env, "run", "--json", "--", "seq 1 20000")  # the disk was given back
+    assert json.loads(again.stdout)["stdout"]["artifact"]["state"] == "complete"
+
+
+def test_an_upload_that_fills_the_disk_gives_it_back_and_the_server_recovers(
+    small_disk: Path,
+) -> None:
+    import shutil
+
+    import httpx
+
+    from overspill.artifacts.config import StoreSettings
+    from tests.api_helpers import live_server, make_api
+
+    store = ArtifactStore.open(StoreSettings(home=small_disk / "home"))
+    api = make_api(store)
+    with live_server(api.app) as url, httpx.Client(base_url=url, timeout=60) as http:
+        h = api.h(api.alice)
+        kept = http.post("/v1/artifacts", json={}, headers=h).json()["id"]
+        assert http.put(f"/v1/artifacts/{kept}/content", content=b"k" * 1000, headers=h)
+        art = http.post("/v1/artifacts", json={}, headers=h).json()["id"]
+
+        def body() -> Iterator[bytes]:
+            for _ in range(60):
+                yield b"\0" * (1 << 20)
+
+        for method in ("PUT", "PATCH"):
+            params = {"offset": 0} if method == "PATCH" else {}
+            r = http.request(
+                method, f"/v1/artifacts/{art}/content", content=body(), headers=h, params=params
+            )
+            assert r.status_code == 507, r.text
+            error = r.json()["error"]
+            assert error["code"] == "disk_full"
+            assert error["message"].startswith(f"disk full at {small_disk / 'home' / 'blobs'}")
+            # Given back at once: the disk is not left full by a blob held open.
+            assert shutil.disk_usage(small_disk).used < 4 * 1024 * 1024
+        assert http.delete(f"/v1/artifacts/{kept}", headers=h).status_code == 200
+        again = http.post("/v1/artifacts", json={}, headers=h).json()["id"]
+        r = http.put(f"/v1/artifacts/{again}/content", content=b"ok\n" * 1000, headers=h)
+        assert r.status_code == 200 and r.json()["state"] == "complete"
+    store.close()
+
+
+def test_a_read_only_home_is_named_as_such_by_every_verb(small_disk: Path) -> None:
+    import subprocess
+
+    from tests.helpers import cli_env, run_cli, stop_local_servers
+
+    home = small_disk / "home"
+    env = cli_env(OVERSPILL_HOME=home)
+    assert run_cli(env, "run", "--", "seq 1 100000").returncode == 0  # made, with its store
+    stop_local_servers(str(small_disk))
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    try:
+        why = f"data directory {home}: the file system is read-only"
+        for local_server in ("on", "off"):
+            env["OVERSPILL_LOCAL_SERVER"] = local_server
+            ls = run_cli(env, "ls")
+            assert ls.returncode != 0 and ls.stderr.decode().startswith(f"overspill: {why}")
+            assert b"Traceback" not in ls.stderr
+            run = run_cli(env, "run", "--", "seq 1 100000")
+            assert run.returncode == 0 and f"artifact unavailable: {why}" in run.stdout.decode()
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=False)
 
 
 def test_a_full_disk_frees_the_failed_bytes_at_once_and_everything_works_again(
@@ -108,9 +241,12 @@ def test_a_full_disk_frees_the_failed_bytes_at_once_and_everything_works_again(
     )
     r = ex.run(ExecRequest(command="head -c 60000000 /dev/zero; echo done"))
     assert r.exit_code == 0 and r.stdout.text.endswith("done\n")
-    assert r.stdout.storage_error and "No space left" in r.stdout.storage_error
     art = r.stdout.artifact
     assert art is not None and art.state == "failed"
+    home_blobs = small_disk / "home" / "blobs"
+    assert r.stdout.storage_error == (
+        f"disk full at {home_blobs}: {art.size_bytes} of 60000005 bytes stored"
+    )
     assert store.get(ALICE, art.id).state == "failed"  # recorded, not left writing
     # What it published stays readable (a failed artifact keeps its stored prefix);
     # the segment that failed, and any staged after the last publish, are gone.

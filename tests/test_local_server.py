@@ -16,26 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import local_servers
+from tests.helpers import cli_env, local_servers, run_cli
 
 
-def _env(home: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
-    env.update(OVERSPILL_HOME=str(home), OVERSPILL_OWNER="user:tester", **extra)
-    return env
+def _env(home: Path, **extra: object) -> dict[str, str]:
+    return cli_env(OVERSPILL_HOME=home, OVERSPILL_OWNER="user:tester", **extra)
 
 
 def _cli(
     home: Path, *args: str, stdin: bytes = b"", **extra: object
 ) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, "-m", "overspill.api.cli", *args],
-        input=stdin,
-        capture_output=True,
-        env=_env(home, **{k: str(v) for k, v in extra.items()}),
-        timeout=120,
-        check=False,
-    )
+    return run_cli(_env(home, **extra), *args, stdin=stdin)
 
 
 def _pids(home: Path) -> list[int]:

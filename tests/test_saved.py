@@ -160,11 +160,17 @@ def test_safe_names_are_one_harmless_segment() -> None:
     assert safe_name("C:\\temp\\x.json") == "x.json"
 
 
-def test_the_startup_sweep_only_deletes_old_regular_files_in_session_dirs(tmp_path: Path) -> None:
+def _private_session(tmp_path: Path) -> tuple[Path, Path]:
+    """A legacy root and one session directory in it, both 0700, as overspill makes them."""
     root = tmp_path / "dsh-spill-AbC123"
     session = root / "session-0123456789ab"
     session.mkdir(parents=True, mode=0o700)
     root.chmod(0o700)
+    return root, session
+
+
+def test_the_startup_sweep_only_deletes_old_regular_files_in_session_dirs(tmp_path: Path) -> None:
+    root, session = _private_session(tmp_path)
     old = time.time() - 40 * 86400
     stale, fresh = session / "aaaaaaaaaaaa-old.txt", session / "bbbbbbbbbbbb-new.txt"
     stale.write_text("old")
@@ -206,3 +212,97 @@ def test_the_preview_buffer_keeps_only_its_bound() -> None:
     for _ in range(1000):
         buf.feed(b"z" * 10_000)
     assert buf.total == 10_000_000 and len(buf.head) <= 2000 and len(buf.tail) <= 2000
+
+
+@pytest.mark.parametrize("mode", [0o755, 0o777, 0o1777])
+def test_a_shared_configured_root_keeps_its_mode_and_gets_a_private_dir_inside(
+    store: ArtifactStore, tmp_path: Path, mode: int
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(mode)
+    saver = ResultSaver(LocalBackend(store, ALICE), legacy=True, legacy_root=str(shared))
+    saved = saver.save(b"row\n" * 20_000, tool="t", name="r.txt")
+    assert stat.S_IMODE(os.stat(shared).st_mode) == mode  # never changed
+    path = Path(saved.legacy_path or "")
+    private = path.parent.parent
+    assert private.parent == shared and private.name.startswith("dsh-spill-")
+    assert stat.S_IMODE(os.stat(private).st_mode) == 0o700
+    assert path.read_bytes() == b"row\n" * 20_000
+
+
+def test_a_session_dir_open_to_others_is_refused_not_chmodded(
+    store: ArtifactStore, tmp_path: Path
+) -> None:
+    root = tmp_path / "spill"
+    root.mkdir(mode=0o700)
+    session = root / session_dir_name("s")
+    session.mkdir()
+    session.chmod(0o777)
+    saver = ResultSaver(LocalBackend(store, ALICE), legacy=True, legacy_root=str(root))
+    saved = saver.save(b"row\n" * 20_000, tool="t", session_id="s")
+    assert saved.id and saved.legacy_path is None  # stored; the legacy file was not written
+    assert stat.S_IMODE(os.stat(session).st_mode) == 0o777 and not any(session.iterdir())
+
+
+def test_the_sweep_deletes_only_files_shaped_and_owned_as_ours(tmp_path: Path) -> None:
+    _, session = _private_session(tmp_path)
+    old = time.time() - 40 * 86400
+    ours, odd, foreign = (
+        session / "aaaaaaaaaaaa-report.log",
+        session / "draft.txt",
+        session / "bbbbbbbbbbbb-theirs.txt",
+    )
+    for path in (ours, odd, foreign):
+        path.write_text("x")
+        os.utime(path, (old, old))
+    if os.geteuid() == 0:
+        os.chown(foreign, 65534, 65534)
+    removed = sweep_old_result_files(30, tmpdir=str(tmp_path))
+    assert not ours.exists() and odd.exists()
+    if os.geteuid() == 0:
+        assert removed == 1 and foreign.exists()
+
+
+def test_the_sweep_reaches_private_roots_made_inside_a_shared_configured_root(
+    tmp_path: Path,
+) -> None:
+    shared = tmp_path / "shared"
+    session = shared / "dsh-spill-Q1w2E3" / "session-0123456789ab"
+    session.mkdir(parents=True, mode=0o700)
+    (shared / "dsh-spill-Q1w2E3").chmod(0o700)
+    shared.chmod(0o1777)
+    stale = session / "cccccccccccc-x.txt"
+    stale.write_text("x")
+    old = time.time() - 40 * 86400
+    os.utime(stale, (old, old))
+    assert sweep_old_result_files(30, root=str(shared), tmpdir=str(tmp_path / "t")) == 1
+
+
+def test_a_long_or_control_character_name_still_saves(backend: Backend) -> None:
+    saved = ResultSaver(backend).save(b"x\n" * 40_000, tool="web_fetch", name="u\x00" + "a" * 900)
+    assert saved.id and saved.error is None
+    name = backend.get(saved.id).name or ""
+    assert len(name) == 500 and "\x00" not in name and name.endswith("…")
+
+
+def test_a_bad_session_id_is_one_sentence_naming_it(backend: Backend) -> None:
+    with pytest.raises(InvalidArgument) as err:
+        ResultSaver(backend).save(b"x", tool="t", session_id="s" * 300)
+    assert err.value.message.startswith("session_id: ") and len(err.value.message) < 200
+
+
+def test_an_unreachable_server_stores_nothing_and_says_why(
+    store: ArtifactStore, tmp_path: Path
+) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a closed port on loopback
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with OverspillClient(f"http://127.0.0.1:{port}", "tok_x") as client:
+        saver = ResultSaver(client, legacy=True, legacy_root=str(tmp_path / "r"))
+        saved = saver.save(b"row\n" * 30_000, tool="t")
+    assert saved.id is None and saved.preview == ""
+    assert saved.error and "127.0.0.1" in saved.error
+    assert not any(p.is_file() for p in (tmp_path / "r").rglob("*"))

@@ -243,28 +243,47 @@ def test_spill_creation_never_follows_a_symlink(tmp_path: Path) -> None:
     os.unlink(d / name)
 
 
-def test_the_sweep_deletes_only_old_regular_files_in_private_dirs(tmp_path: Path) -> None:
+def test_the_sweep_deletes_only_old_files_of_ours_in_private_dirs(tmp_path: Path) -> None:
     old = time.time() - 40 * 86400
+
+    def name(n: int) -> str:
+        return f"dsh-subprocess-{4000 + n}-{n}-{n:012x}-stdout.log"
+
     good = tmp_path / "dsh-subprocess-good"
     good.mkdir(mode=0o700)
-    (good / "old.log").write_bytes(b"x")
-    (good / "new.log").write_bytes(b"y")
-    os.utime(good / "old.log", (old, old))
-    os.symlink("/etc/passwd", good / "link.log")
-    os.utime(good / "link.log", (old, old), follow_symlinks=False)
+    (good / name(1)).write_bytes(b"x")
+    (good / name(2)).write_bytes(b"y")
+    (good / "notes.txt").write_bytes(b"not named as a spill file: never touched")
+    (good / name(3)).write_bytes(b"someone else's")
+    os.symlink("/etc/passwd", good / name(4))
+    for n in (1, 3):
+        os.utime(good / name(n), (old, old))
+    os.utime(good / "notes.txt", (old, old))
+    os.utime(good / name(4), (old, old), follow_symlinks=False)
+    if os.geteuid() == 0:
+        os.chown(good / name(3), 65534, 65534)
     shared = tmp_path / "dsh-subprocess-shared"
     shared.mkdir()
     shared.chmod(0o777)
-    (shared / "old.log").write_bytes(b"z")
-    os.utime(shared / "old.log", (old, old))
+    (shared / name(5)).write_bytes(b"z")
+    os.utime(shared / name(5), (old, old))
     linked = tmp_path / "dsh-subprocess-linked"
     os.symlink(good, linked)
-    assert sweep_old_spill_files(30, str(tmp_path)) == 1
-    assert not (good / "old.log").exists()
-    assert (good / "new.log").exists() and os.path.islink(good / "link.log")
-    assert (shared / "old.log").exists()
+    assert sweep_old_spill_files(30, str(tmp_path)) == (1 if os.geteuid() == 0 else 2)
+    assert not (good / name(1)).exists()
+    assert (good / name(2)).exists() and os.path.islink(good / name(4))
+    assert (good / "notes.txt").exists() and (shared / name(5)).exists()
+    if os.geteuid() == 0:
+        assert (good / name(3)).exists()  # owned by another user
     assert sweep_old_spill_files(0, str(tmp_path)) == 0
     assert sweep_old_spill_files(30, str(tmp_path / "missing")) == 0
+
+
+def test_the_spill_name_pattern_matches_the_names_the_executor_makes() -> None:
+    from overspill.shell.spill import SPILL_NAME, SpillDirectory
+
+    for stream in ("stdout", "stderr"):
+        assert SPILL_NAME.match(SpillDirectory.next_name(stream))
 
 
 # -- rendering --------------------------------------------------------------------------

@@ -196,6 +196,12 @@ def _dispatch(args: argparse.Namespace, argv: list[str]) -> int:
         return EXIT_ERROR
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a file system the verb needed refused it
+        from overspill.artifacts.home import describe_os_error
+
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"overspill: {where}{describe_os_error(exc)}", file=sys.stderr)
+        return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
     finally:

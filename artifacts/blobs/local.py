@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
 from overspill.artifacts.blobs.base import BlobInfo, BlobNotFound, check_key
-from overspill.artifacts.errors import StorageUnavailable
+from overspill.artifacts.errors import DiskFull, StorageUnavailable
 
 _READ_CHUNK = 1024 * 1024
 # put()'s temporary names: ".tmp-<segment name>-<12 hex>".
@@ -34,6 +34,13 @@ _OUR_TMP = re.compile(r"\.tmp-[0-9]{16}_[0-9a-f]{1,32}-[0-9a-f]{12}\Z")
 _WRITE_CHUNK = 128 * 1024
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def write_failed(root: str, key: str, exc: OSError) -> StorageUnavailable:
+    """The error for a write that failed: a full disk is named with where it is."""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return DiskFull(f"disk full at {root}")
+    return StorageUnavailable(f"cannot write blob {key}: {exc.strerror}")
 
 
 class LocalBlobStore:
@@ -89,6 +96,8 @@ class LocalBlobStore:
         try:
             dfd = self._open_dir(parts[:-1], create=True)
         except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise DiskFull(f"disk full at {self.root}") from None
             raise StorageUnavailable(
                 f"cannot create blob directory for {key}: {exc.strerror}"
             ) from None
@@ -109,7 +118,7 @@ class LocalBlobStore:
                 os.close(fd)
             os.link(tmp, parts[-1], src_dir_fd=dfd, dst_dir_fd=dfd, follow_symlinks=False)
         except OSError as exc:
-            raise StorageUnavailable(f"cannot write blob {key}: {exc.strerror}") from None
+            raise write_failed(self.root, key, exc) from None
         finally:
             try:
                 os.unlink(tmp, dir_fd=dfd)
@@ -139,8 +148,8 @@ class LocalBlobStore:
         try:
             fd = self._open_file(key, os.O_WRONLY, create=create)
         except OSError as exc:
-            raise StorageUnavailable(f"cannot write blob {key}: {exc.strerror}") from None
-        return _FileAppender(fd, key)
+            raise write_failed(self.root, key, exc) from None
+        return _FileAppender(fd, key, self.root)
 
     def truncate(self, key: str, size: int) -> None:
         try:
@@ -280,9 +289,10 @@ class _FileAppender:
     path cannot be swapped under it, and each piece costs one pwrite per 128 KiB
     instead of a directory walk."""
 
-    def __init__(self, fd: int, key: str) -> None:
+    def __init__(self, fd: int, key: str, root: str) -> None:
         self._fd = fd
         self._key = key
+        self._root = root
 
     def write_at(self, position: int, data: bytes | bytearray | memoryview) -> None:
         if self._fd < 0:
@@ -294,7 +304,7 @@ class _FileAppender:
                 position += written
                 view = view[written:]
         except OSError as exc:
-            raise StorageUnavailable(f"cannot write blob {self._key}: {exc.strerror}") from None
+            raise write_failed(self._root, self._key, exc) from None
 
     def close(self) -> None:
         fd, self._fd = self._fd, -1
