@@ -263,7 +263,7 @@ class Catalog(Part):
             row = self._load(s, principal, artifact_id)
             self._check_alive(row, now)
             policy = effective_policy(s, row.owner, self.settings.default_retention_s)
-            resolved = resolve_retention(policy, row.created_at, retention)
+            resolved = resolve_retention(policy, row.created_at, retention, row.expires_at)
             row.expires_at = resolved.expires_at
             row.retention_requested_s = 0 if retention == "forever" else resolved.requested_s
             row.retention_source = resolved.source

@@ -99,6 +99,7 @@ class _Grep:
         # of pydantic objects one by one cost more than the search itself.
         self.matches: list[dict[str, Any]] = []
         self.used = 0
+        self.stopped: str | None = None  # why the page ended before the content did
         # The block being searched: most lines a match needs are inside it.
         self.base = 0
         self.data = b""
@@ -186,7 +187,9 @@ class _Grep:
         return list(lines)
 
     def after(self, hit: _Hit) -> tuple[list[dict[str, Any]], int]:
-        """Context lines after the hit, and the offset just past the last one."""
+        """Context lines after the hit, up to the next matching line (that one is a
+        match, reported as one: by this page, or by the page that resumes after
+        the hit when this one is full), and the offset just past the last one."""
         lines = []
         pos = hit.end + 1
         size = self.content.size
@@ -194,6 +197,10 @@ class _Grep:
             if pos >= size:
                 break
             end = self._line_end(pos)
+            if end - pos <= OVERLAP:
+                raw = self.read(pos, end)
+                if self.regex.find(raw, 0, len(raw)) is not None:
+                    break
             lines.append(self.line_at(hit.number + k, pos, end))
             pos = end + 1
         return lines, min(pos, size)
@@ -203,6 +210,7 @@ class _Grep:
         line, raw, base = self._line(hit.number, hit.start, hit.end, hit.first)
         cost = len(raw) * (1 + 2 * self.context)
         if self.matches and self.used + cost > self.max_bytes:
+            self.stopped = "answer_full"
             return None
         before = self.before(hit) if self.context else []
         after, past = self.after(hit) if self.context else ([], hit.end + 1)
@@ -259,6 +267,7 @@ def grep(
     with cyclic_gc_paused():
         resume, stopped = _run(scan, content, start, size, scan_bytes, deadline)
         next_offset = size if resume is None else resume
+        why = g.stopped if stopped else None
         return GrepResult.model_validate(
             {
                 "artifact_id": content.artifact_id,
@@ -269,6 +278,7 @@ def grep(
                 "eof": not stopped and next_offset >= size,
                 "complete": complete,
                 "truncated": stopped,
+                "stopped": why,
             }
         )
 
@@ -283,9 +293,11 @@ def _run(
         if resume is not None:
             stopped = resume < size
             break
-        if scan.line_start - start >= scan_bytes or time.monotonic() > deadline:
+        over = scan.line_start - start >= scan_bytes
+        if over or time.monotonic() > deadline:
             resume = scan.line_start
             stopped = resume < size
+            scan.g.stopped = "scan_limit" if over else "time_budget"
             break
     else:
         resume = scan.finish(size)
@@ -347,6 +359,7 @@ class _Scan:
         if past is None:
             return hit.start
         if len(self.g.matches) >= self.g.max_matches:
+            self.g.stopped = "max_matches"
             # Resume at the line after the last *match*, not after its context:
             # a match among those context lines is then found, and reported, by
             # the page that resumes (past its context it was never reported).
@@ -365,6 +378,7 @@ class _Scan:
         g = self.g
         raw = chunk[ls:end]
         if g.matches and g.used + len(raw) > g.max_bytes:
+            g.stopped = "answer_full"
             return pos + ls
         spans = [(a - ls, b - ls) for a, b in found if b <= end]
         if not raw.isascii():
@@ -378,6 +392,7 @@ class _Scan:
         g.matches.append({"line": line, "before": [], "after": [], "spans": spans})
         g.used += len(raw)
         if len(g.matches) >= g.max_matches:
+            g.stopped = "max_matches"
             return pos + le + 1
         return None
 

@@ -18,34 +18,38 @@ from overspill.artifacts.records import (
     TailWindow,
     TextWindow,
 )
-from overspill.artifacts.utf8 import utf8_char_len, utf8_safe_end, utf8_skip_partial
+from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
 
 _BLOCK = 64 * 1024
 MAX_LINE_BYTES = 64 * 1024  # a longer line is shown truncated (and flagged)
 
 
 def text_window(content: Content, offset: int, limit: int, *, complete: bool) -> TextWindow:
+    """Bytes ``[offset, offset + limit)`` as text, exactly: the window starts at the
+    offset asked (bytes of a character begun before it show as U+FFFD, and
+    ``split_start`` counts them) and ends at or before ``offset + limit`` -- before a
+    character the limit would split, which the next window then starts with. So a
+    chain of windows, each from the last one's ``next_offset``, shows every stored
+    byte exactly once."""
     if offset < 0 or limit <= 0:
         raise InvalidRange(f"offset must be >= 0 and limit > 0 (got {offset}, {limit})")
     size = content.size
     start = min(offset, size)
-    # Pull 3 extra bytes either side so a character straddling an edge is resolved.
-    raw = content.read(start, min(size, start + limit + 3))
-    skip = utf8_skip_partial(raw)
-    body = raw[skip : skip + limit]
-    cut = utf8_safe_end(body)
-    if cut == 0 and body:
-        cut = min(len(raw) - skip, utf8_char_len(body[0]))  # always make progress
-        body = raw[skip : skip + cut]
-    else:
-        body = body[:cut]
-    next_offset = start + skip + len(body)
-    first_line = content.line_number_at(start + skip)
+    end = min(size, start + limit)
+    body = content.read(start, end)
+    if end < size or not complete:
+        # A character the window's end splits is left whole to the next window
+        # (unless the window is smaller than that one character).
+        cut = utf8_safe_end(body)
+        if cut:
+            body = body[:cut]
+    next_offset = start + len(body)
+    first_line = content.line_number_at(start)
     newlines = body.count(b"\n")
     last_line = first_line + newlines - (1 if body.endswith(b"\n") else 0)
     return TextWindow(
         artifact_id=content.artifact_id,
-        offset=start + skip,
+        offset=start,
         next_offset=next_offset,
         text=body.decode("utf-8", errors="replace"),
         size_bytes=size,
@@ -53,6 +57,7 @@ def text_window(content: Content, offset: int, limit: int, *, complete: bool) ->
         complete=complete,
         first_line=first_line,
         last_line=last_line if body else first_line - 1,
+        split_start=utf8_skip_partial(body) if start > 0 else 0,
     )
 
 

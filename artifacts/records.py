@@ -91,6 +91,7 @@ class TextWindow(Window):
     complete: bool
     first_line: int = 1  # the line that holds byte ``offset``
     last_line: int = 0  # the line that holds the window's last byte (< first_line if empty)
+    split_start: int = 0  # leading bytes of a character begun before ``offset`` (shown as U+FFFD)
 
 
 class Line(_Record):
@@ -144,3 +145,6 @@ class GrepResult(Window):
     eof: bool
     complete: bool
     truncated: bool
+    # Why the page ended before the content: "max_matches", "answer_full" (the
+    # byte bound), "scan_limit" (bytes scanned per call) or "time_budget".
+    stopped: str | None = None

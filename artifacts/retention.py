@@ -88,7 +88,15 @@ def merge_policy(
     )
 
 
-def resolve(policy: Policy, created_at: datetime, requested: int | Forever | None) -> Resolved:
+def resolve(
+    policy: Policy,
+    created_at: datetime,
+    requested: int | Forever | None,
+    had: datetime | None = None,
+) -> Resolved:
+    """Where ``requested`` puts the expiry under ``policy``. ``had`` is the expiry
+    the artifact already has: a refused "forever" asks for as long as allowed, so it
+    never shortens it."""
     if requested is None:
         return Resolved(
             created_at + timedelta(seconds=policy.default_s),
@@ -102,9 +110,12 @@ def resolve(policy: Policy, created_at: datetime, requested: int | Forever | Non
             return Resolved(None, None, "requested (forever)", False, None)
         cap = policy.max_s if policy.max_s is not None else policy.default_s
         src = policy.max_source or policy.default_source
-        return Resolved(
-            created_at + timedelta(seconds=cap), cap, f"{src} (forever not allowed)", True, None
-        )
+        until = created_at + timedelta(seconds=cap)
+        if policy.max_s is None and had is not None and had > until:
+            # No ceiling: the longer expiry it already had is as long as allowed.
+            kept = int((had - created_at).total_seconds())
+            return Resolved(had, kept, "kept (forever not allowed)", True, None)
+        return Resolved(until, cap, f"{src} (forever not allowed)", True, None)
     if policy.max_s is not None and requested > policy.max_s:
         return Resolved(
             created_at + timedelta(seconds=policy.max_s),

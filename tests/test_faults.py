@@ -72,6 +72,8 @@ def test_a_hung_object_store_does_not_slow_the_command(
     assert r.stdout.storage_error and "storage" in r.stdout.storage_error
     assert r.stdout.artifact is not None and r.stdout.artifact.state == "failed"
     assert "artifact unavailable: storage" in r.text
+    # What the command printed, not what was stored: the unstored part is accounted for.
+    assert store.get(ALICE, r.stdout.artifact.id).total_bytes == 30_000_005
     store.close()
 
 
@@ -247,7 +249,8 @@ def test_a_full_disk_frees_the_failed_bytes_at_once_and_everything_works_again(
     assert r.stdout.storage_error == (
         f"disk full at {home_blobs}: {art.size_bytes} of 60000005 bytes stored"
     )
-    assert store.get(ALICE, art.id).state == "failed"  # recorded, not left writing
+    failed = store.get(ALICE, art.id)
+    assert failed.state == "failed" and failed.total_bytes == 60_000_005  # recorded, not writing
     # What it published stays readable (a failed artifact keeps its stored prefix);
     # the segment that failed, and any staged after the last publish, are gone.
     used = shutil.disk_usage(small_disk).used
@@ -368,6 +371,8 @@ def test_an_object_store_stopped_and_resumed_fails_one_run_and_serves_the_next(
         assert r.exit_code == 0 and r.stdout.text.endswith("50000\n")
         assert r.stdout.storage_error and r.stdout.artifact is not None
         assert r.stdout.artifact.state == "failed"
+        assert r.stdout.artifact.total_bytes == r.stdout.total_bytes
+        assert store.get(ALICE, r.stdout.artifact.id).total_bytes == r.stdout.total_bytes
         assert (
             r.stdout.spill_path and Path(r.stdout.spill_path).stat().st_size == r.stdout.total_bytes
         )

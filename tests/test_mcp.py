@@ -134,7 +134,7 @@ def test_a_forgotten_id_is_found_again_with_artifact_list(mcp_env: dict[str, str
         art = res.structured_content["stderr"]["artifact_id"]
         listing = text_of(await client.call_tool("artifact_list", {}))
         rows = listing.splitlines()
-        assert rows[0] == "[1 stored outputs in session conv-1, newest first]"
+        assert rows[0] == "[1 stored output in session conv-1, newest first]"
         assert rows[1].startswith(f"{art} stderr 168894 bytes 30000 lines complete ")
         assert rows[1].endswith(": seq 1 30000 >&2")
 

@@ -68,6 +68,20 @@ def test_forever_only_where_an_admin_allows_it(store: ArtifactStore, clock: Manu
     assert store.get(ALICE, art).expires_at is None  # the stored request is honoured now
 
 
+def test_a_refused_forever_never_shortens_what_an_artifact_already_had(
+    store: ArtifactStore, clock: ManualClock
+) -> None:
+    art = write_artifact(store, b"x")  # the server default (7 days), no ceiling
+    month = store.set_retention(ALICE, art, 30 * DAY)
+    forever = store.set_retention(ALICE, art, "forever")
+    assert forever.expires_at == month.expires_at and forever.retention_clamped
+    assert forever.retention_source == "kept (forever not allowed)"
+    store.policies.set(ADMIN, PolicySpec(max_retention_s=10 * DAY))  # a ceiling applies now
+    capped = store.set_retention(ALICE, art, "forever")
+    assert capped.expires_at == capped.created_at + timedelta(days=10)
+    assert capped.retention_source == "global ceiling (forever not allowed)"
+
+
 def test_pin_suspends_expiry_and_unpin_restores_it(
     store: ArtifactStore, clock: ManualClock
 ) -> None:

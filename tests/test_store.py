@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,29 +71,41 @@ def test_negative_and_inverted_ranges_are_rejected(store: ArtifactStore) -> None
         LineQuery(start=0)  # a query out of its bounds cannot even be built
 
 
-def test_text_windows_never_split_a_character(store: ArtifactStore) -> None:
+def test_text_windows_tile_exactly_and_split_a_character_only_when_smaller(
+    store: ArtifactStore,
+) -> None:
     text = "a€b😀c" * 40 + "é"
     data = text.encode()
     art = write_artifact(store, data, chunks=[101, 5, 7])
-    for limit in (1, 2, 3, 5, 64, 1000):
-        offset, pieces = 0, []
+    for limit in (1, 2, 3, 4, 5, 64, 1000):
+        offset, pieces, spans = 0, [], []
         while True:
             win = store.text(ALICE, art, offset=offset, limit=limit)
-            assert "\ufffd" not in win.text
-            assert len(win.text.encode()) <= max(limit, 4)
-            pieces.append(win.text)
+            assert win.offset == offset and win.next_offset <= offset + limit
             assert win.next_offset > offset or win.eof
+            pieces.append(win.text)
+            spans.append((win.offset, win.next_offset))
             offset = win.next_offset
             if win.eof:
                 break
-        assert "".join(pieces) == text
+        # Each stored byte exactly once, in order.
+        assert spans[0][0] == 0 and spans[-1][1] == len(data)
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(spans))
+        if limit >= 4:  # a window that can hold any character never splits one
+            assert "".join(pieces) == text
         assert win.complete
 
 
-def test_text_window_starting_mid_character_skips_to_the_next(store: ArtifactStore) -> None:
-    art = write_artifact(store, "€x".encode())
+def test_a_text_window_starts_at_the_offset_asked_even_mid_character(
+    store: ArtifactStore,
+) -> None:
+    art = write_artifact(store, "€x€€".encode())
     win = store.text(ALICE, art, offset=1, limit=10)
-    assert win.offset == 3 and win.text == "x"
+    assert (win.offset, win.split_start, win.text) == (1, 2, "\ufffd\ufffdx€€")
+    short = store.text(ALICE, art, offset=1, limit=6)
+    assert (short.offset, short.next_offset, short.text) == (1, 7, "\ufffd\ufffdx€")
+    split = store.text(ALICE, art, offset=1, limit=5)  # never past offset + limit
+    assert (split.offset, split.next_offset, split.text) == (1, 4, "\ufffd\ufffdx")
 
 
 def test_lines_handle_crlf_and_missing_final_newline(store: ArtifactStore) -> None:

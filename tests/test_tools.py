@@ -149,9 +149,7 @@ def test_grep_finds_a_match_at_the_end_of_a_long_line_and_stays_in_its_bound(
     assert rows[0].startswith("2:") and "ERROR_AT_END" in rows[0]
     assert f'all of it from byte 6: artifact_read {{"id": "{art}", "offset": 6}}' in rows[0]
     assert len(res.text) < 16_000
-    assert (
-        rows[-1] == "[1 matches in bytes 0-100025; search complete: the whole output was searched]"
-    )
+    assert rows[-1] == "[1 match in bytes 0-100025; search complete: the whole output was searched]"
 
 
 def test_following_grep_continuations_finds_what_a_line_by_line_grep_finds(
@@ -264,7 +262,7 @@ def test_arguments_outside_the_schema_are_refused_with_a_sentence(
     tools = make_tools(max_chars=1000)
     cases = {
         ("artifact_read", "tail"): "Error: artifact_read has no argument 'tail'; it takes id, "
-        "offset, limit, start_line, line_count, tail_lines, tail_bytes.",
+        "offset, limit, hex, start_line, line_count, tail_lines, tail_bytes.",
         ("artifact_read", "limit"): "Error: 'limit' must be at most 1000, got 5000.",
         ("artifact_read", "both"): "Error: give one of offset, start_line, tail_lines or "
         "tail_bytes, not offset and start_line.",

@@ -19,6 +19,7 @@ from overspill.api.calls import JSON, ApiCalls
 from overspill.api.cli.context import CliContext, CliError, positive
 from overspill.api.cli.progress import Progress
 from overspill.api.cli.read import say_what_is_missing
+from overspill.artifacts.grep_groups import Groups, Row
 
 _MAX_PAGE = 10_000  # matches per grep request (the server's bound)
 
@@ -39,45 +40,34 @@ def register(sub: Any) -> None:
 
 
 class _GrepPrinter:
-    """Matches as ``grep -n`` prints them: ``N:line`` for a match, ``N-line`` for
-    context, every line once, groups merged, ``--`` between groups that do not
-    touch. Lines are written as stored: a line the server clipped, or whose
-    bytes are not plain UTF-8, is fetched whole from the artifact's bytes."""
+    """Matches as ``grep -n`` prints them (``artifacts.grep_groups``): ``N:line`` for
+    a match, ``N-line`` for context, every line once, groups merged, ``--``
+    between groups that do not touch. Lines are written as stored: a line the
+    server clipped, or whose bytes are not plain UTF-8, is fetched whole from the
+    artifact's bytes."""
 
     def __init__(self, api: ApiCalls, artifact_id: str, context: int, out: BinaryIO) -> None:
         self._api = api
         self._id = artifact_id
-        self._context = context
         self._out = out
-        self._last = 0  # the last line number printed
-        self._after: list[JSON] = []  # the previous match's after-context, not yet printed
+        self._groups: Groups[JSON] = Groups(lambda ln: int(ln["number"]), context=context)
         self.matches = 0
 
     def match(self, m: JSON) -> None:
-        number = m["line"]["number"]
-        for ln in self._after:  # a later match among them is printed as a match
-            if ln["number"] < number:
-                self._emit(ln, b"-")
-        self._after = []
-        for ln in m["before"]:
-            if ln["number"] < number:
-                self._emit(ln, b"-")
-        self._emit(m["line"], b":")
-        self._after = list(m["after"])
+        self._print(self._groups.take(m["line"], m["before"], m["after"]))
         self.matches += 1
 
     def finish(self) -> None:
-        for ln in self._after:
-            self._emit(ln, b"-")
-        self._after = []
+        self._print(self._groups.finish())
+
+    def _print(self, rows: list[Row[JSON]]) -> None:
+        for row in rows:
+            if row.gap_before:
+                self._out.write(b"--\n")
+            self._emit(row.line, b":" if row.is_match else b"-")
 
     def _emit(self, ln: JSON, mark: bytes) -> None:
-        number = ln["number"]
-        if number <= self._last:
-            return
-        if self._context and self._last and number > self._last + 1:
-            self._out.write(b"--\n")
-        self._out.write(b"%d%s" % (number, mark))
+        self._out.write(b"%d%s" % (ln["number"], mark))
         text: str = ln["text"]
         encoded = text.encode()
         end = ln.get("end")
@@ -90,7 +80,6 @@ class _GrepPrinter:
             for chunk in self._api.content(self._id, ln["offset"], end):
                 self._out.write(chunk)
         self._out.write(b"\n")
-        self._last = number
 
 
 def cmd_grep(ctx: CliContext, args: argparse.Namespace) -> int:

@@ -39,6 +39,9 @@ def line_span(first: int, last: int, text: str, end: int, size: int) -> str:
 
 
 def grep_row(art: str, ln: Line, mark: str, span: tuple[int, int] | None) -> str:
+    """One grep row: the whole line, or for a line longer than ``LINE_CAP`` a window
+    around the match that says which bytes of the artifact it shows and the call
+    that reads the line whole."""
     text = ln.text
     if len(text.encode()) <= LINE_CAP and not ln.truncated:
         return f"{ln.number}{mark}{text}"
@@ -46,11 +49,17 @@ def grep_row(art: str, ln: Line, mark: str, span: tuple[int, int] | None) -> str
     room = LINE_CAP // 4
     start = max(0, lo - room)
     piece = text[start : max(hi, lo) + room][: LINE_CAP // 2]
+    # Byte offsets in the artifact: the text starts at the line (or at the window
+    # the search took of it); characters before the piece are counted in bytes.
+    base = ln.window_offset if ln.window_offset is not None else ln.offset
+    first = base + len(text[:start].encode())
+    last = first + len(piece.encode())
+    span_of = f"bytes {ln.offset}-{ln.end}" if ln.end is not None else f"from byte {ln.offset}"
+    size = f"{ln.end - ln.offset} bytes, " if ln.end is not None else ""
     whole = call("artifact_read", id=art, offset=ln.offset)
     return (
-        f"{ln.number}{mark}{'…' if start else ''}{piece}… [line {ln.number} is longer than "
-        f"{LINE_CAP} bytes; shown characters {start}-{start + len(piece)} of it; all of it "
-        f"from byte {ln.offset}: {whole}]"
+        f"{ln.number}{mark}{'…' if first > ln.offset else ''}{piece}… [line {ln.number} is "
+        f"{size}{span_of}; shown: bytes {first}-{last}; all of it from byte {ln.offset}: {whole}]"
     )
 
 

@@ -58,8 +58,11 @@ def check_arguments(tool: str, schema: dict[str, Any], arguments: object) -> dic
     props: dict[str, Any] = schema.get("properties", {})
     unknown = sorted(set(arguments) - set(props))
     if unknown:
-        names = ", ".join(repr(u) for u in unknown)
-        raise ToolArgumentError(f"{tool} has no argument {names}; it takes {', '.join(props)}.")
+        names = ", ".join(repr(u[:60]) for u in unknown[:5])
+        more = f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        raise ToolArgumentError(
+            f"{tool} has no argument {names}{more}; it takes {', '.join(props)}."
+        )
     missing = [r for r in schema.get("required", []) if r not in arguments]
     if missing:
         raise ToolArgumentError(f"{tool} needs {', '.join(repr(m) for m in missing)}.")

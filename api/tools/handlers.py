@@ -25,9 +25,63 @@ from overspill.api.tools.answers import (
 from overspill.api.tools.arguments import ToolArgumentError, check_arguments
 from overspill.api.tools.schemas import DEFAULT_CHARS, MAX_CHARS, save_definition, tool_definitions
 from overspill.artifacts.errors import Gone, OverspillError
+from overspill.artifacts.grep_groups import Groups, Row
 from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
 from overspill.artifacts.records import ArtifactInfo, Line, Window
-from overspill.shell.wording import call, tool_error
+from overspill.shell.wording import call, count, end_of_stored, tool_error
+
+_HEX_ROW = 79  # characters of one hexdump row (16 bytes) and its newline
+
+
+def _hex_row(offset: int, chunk: bytes) -> str:
+    hexed = " ".join(f"{b:02x}" for b in chunk)
+    hexed = (hexed[:23] + " " + hexed[23:]) if len(chunk) > 8 else hexed
+    text = "".join(chr(b) if 32 <= b < 127 else "." for b in chunk)
+    return f"{offset:08x}  {hexed:<48}  |{text}|"
+
+
+_STOPPED = {
+    "max_matches": "max_matches reached",
+    "answer_full": "the answer is full",
+    "scan_limit": "the search scanned as much as one call may",
+    "time_budget": "the search used its time budget",
+}
+
+
+def _list_row(i: ArtifactInfo, same_run: list[ArtifactInfo]) -> str:
+    src = i.source
+    what = " ".join(str(src.get("command") or i.name or src.get("tool") or "").split())
+    if len(what) > 80:
+        what = what[:77] + "..."
+    stream = f" {src['stream']}" if src.get("stream") else ""
+    state = i.state
+    if i.state in ("deleted", "expired"):
+        when = i.deleted_at or i.expires_at
+        state += f" {when:%Y-%m-%d %H:%M} UTC" if when else ""
+        state += f" ({i.delete_reason})" if i.delete_reason else ""
+    exit_ = ""
+    if "exit_code" in src and src["exit_code"] is not None:
+        exit_ = f" exit {src['exit_code']}"
+    elif src.get("signal"):
+        exit_ = f" killed by {src['signal']}"
+    if src.get("timed_out"):
+        exit_ += " timed out"
+    pair = "".join(f"; same run: {o.source.get('stream')} {o.id}" for o in same_run if o.id != i.id)
+    return (
+        f"{i.id}{stream} {count(i.size_bytes, 'byte')} {count(i.line_count, 'line')} {state}"
+        f"{exit_} {i.created_at:%Y-%m-%d %H:%M:%S} UTC: {what}{pair}"
+    )
+
+
+def _grep_rows(art: str, rows: list[Row[Line]], spans: dict[int, Any]) -> str:
+    text = []
+    for row in rows:
+        if row.gap_before:
+            text.append("--\n")
+        mark = ":" if row.is_match else "-"
+        text.append(grep_row(art, row.line, mark, spans.get(row.number) if row.is_match else None))
+        text.append("\n")
+    return "".join(text)
 
 
 class ToolResult(NamedTuple):
@@ -99,23 +153,58 @@ class ArtifactTools:
             raise ToolArgumentError("'limit' goes with 'offset' (a byte window) only.")
         if "line_count" in a and modes != ["start_line"]:
             raise ToolArgumentError("'line_count' goes with 'start_line' only.")
+        if a.get("hex") and modes not in ([], ["offset"]):
+            raise ToolArgumentError("'hex' goes with a byte window (offset, limit) only.")
         if "start_line" in a:
             return self._lines(a)
         if "tail_lines" in a or "tail_bytes" in a:
             return self._tail(a)
+        if a.get("hex"):
+            return self._hex(a, a.get("offset", 0), a.get("limit"))
         return self._bytes(a, a.get("offset", 0), a.get("limit"))
 
     def _bytes(self, a: dict[str, Any], offset: int, limit: int | None) -> ToolResult:
         art = a["id"]
         w = self._backend.text(art, offset=offset, limit=limit or self._max)
         lines = line_span(w.first_line, w.last_line, w.text, w.next_offset, w.size_bytes)
-        head = f"[{art}: bytes {w.offset}-{w.next_offset} of {w.size_bytes} stored{lines}; {coverage_of(w)}]"
+        split = (
+            f"; it starts inside a character: its first {count(w.split_start, 'byte')} "
+            "show as \ufffd"
+            if w.split_start
+            else ""
+        )
+        head = f"[{art}: bytes {w.offset}-{w.next_offset} of {w.size_bytes} stored{lines}{split}; {coverage_of(w)}]"
         nxt = {"id": art, "offset": w.next_offset, "limit": limit}
         if not w.eof:
             foot = f"[continue: {call('artifact_read', **nxt)}]"
         else:
             foot = end_of(w, call("artifact_read", **nxt))
         return ToolResult(f"{head}\n{w.text}\n{foot}", data=data(w, w.offset, w.next_offset))
+
+    def _hex(self, a: dict[str, Any], offset: int, limit: int | None) -> ToolResult:
+        """A byte window as ``hexdump -C`` shows it: 16 bytes a row, offsets, the
+        bytes in hex and as ASCII; as many rows as fit in one answer."""
+        art = a["id"]
+        info = self._backend.get(art)
+        room = max(16, self._max // _HEX_ROW * 16)
+        size = info.size_bytes
+        start = min(offset, size)
+        end = min(size, start + min(limit or room, room))
+        raw = b"".join(self._backend.iter_content(art, start, end)) if end > start else b""
+        rows = [_hex_row(start + i, raw[i : i + 16]) for i in range(0, len(raw), 16)]
+        head = f"[{art}: bytes {start}-{end} of {size} stored, as hex; {info_coverage(info)}]"
+        nxt = {"id": art, "offset": end, "limit": limit, "hex": True}
+        if end < size:
+            foot = f"[continue: {call('artifact_read', **nxt)}]"
+        else:
+            foot = end_of_stored(
+                info.state, size, info.total_bytes, info.error, call("artifact_read", **nxt)
+            )
+        body = "\n".join(rows)
+        facts = data(
+            Window(state=info.state, size_bytes=size, total_bytes=info.total_bytes), start, end
+        )
+        return ToolResult(f"{head}\n{body}\n{foot}" if body else f"{head}\n{foot}", data=facts)
 
     def _lines(self, a: dict[str, Any]) -> ToolResult:
         art, start = a["id"], a["start_line"]
@@ -186,8 +275,12 @@ class ArtifactTools:
         else:
             lines = ""
         fewer = ""
-        if "tail_lines" in a and t.truncated:
-            fewer = f" (fewer than the {a['tail_lines']} lines asked: they do not fit in {self._max} bytes)"
+        whole = t.last_line - (t.line if t.first_line is None else t.line - 1)
+        if "tail_lines" in a and t.offset > 0 and whole < a["tail_lines"]:
+            fit = count(max(0, whole), "whole line")
+            fewer = (
+                f" (fewer than the {a['tail_lines']} lines asked: {fit} fit in {self._max} bytes)"
+            )
         head = f"[{art}: the last {size - t.offset} bytes (bytes {t.offset}-{size} of {size} stored{lines}){fewer}; {coverage_of(t)}]"
         if t.offset > 0:
             earlier = call("artifact_read", id=art, offset=0)
@@ -201,46 +294,54 @@ class ArtifactTools:
     # -- artifact_grep ---------------------------------------------------------------
 
     def _grep(self, a: dict[str, Any]) -> ToolResult:
+        """Rows as ``grep -n -C`` prints them (groups merged, every line once, a match
+        as a match), cut at a match when the answer is full, and a footer that says
+        how far the search got, why it stopped, and the call that goes on."""
         art = a["id"]
         context = a.get("context", 0)
         query = GrepQuery(
             pattern=a["pattern"],
             ignore_case=a.get("ignore_case", False),
-            fixed=a.get("fixed_string", False),
+            fixed=a.get("fixed", False),
             context=context,
             max_matches=a.get("max_matches", 50),
             offset=a.get("offset", 0),
         )
         res = self._backend.grep(art, query)
-        blocks: list[str] = []
-        used = 0
-        shown = 0
+        groups: Groups[Line] = Groups(lambda ln: ln.number, context=context)
+        spans = {m.line.number: (m.spans[0] if m.spans else None) for m in res.matches}
+        out: list[str] = []
+        used = shown = 0
         for m in res.matches:
-            rows = [grep_row(art, ln, "-", None) for ln in m.before]
-            rows.append(grep_row(art, m.line, ":", m.spans[0] if m.spans else None))
-            rows += [grep_row(art, ln, "-", None) for ln in m.after]
-            text = "\n".join(rows)
-            if blocks and used + len(text.encode()) > self._max:
+            text = _grep_rows(art, groups.peek(m.line, m.before), spans)
+            if shown and used + len(text.encode()) > self._max:
                 break
-            blocks.append(text)
-            used += len(text.encode()) + 4
+            groups.take(m.line, m.before, m.after)
+            out.append(text)
+            used += len(text.encode())
             shown += 1
+        cut = shown < len(res.matches)
+        out.append(
+            _grep_rows(art, groups.finish(res.matches[shown].line.number if cut else None), spans)
+        )
+        body = "".join(out)
         again = {k: v for k, v in a.items() if k != "offset"}
-        if shown < len(res.matches):
+        found = count(shown, "match", "matches")
+        if cut:
             resume = res.matches[shown].line.offset
             foot = (
-                f"[{shown} matches shown (bytes {res.scanned_from}-{resume} searched, the answer "
-                f"is full); continue: {call('artifact_grep', **again, offset=resume)}]"
+                f"[{found} shown, bytes {res.scanned_from}-{resume} searched; the answer is "
+                f"full; continue: {call('artifact_grep', **again, offset=resume)}]"
             )
         elif res.truncated:
+            why = _STOPPED.get(res.stopped or "", "the search stopped there")
             foot = (
-                f"[{shown} matches in bytes {res.scanned_from}-{res.next_offset}; the search "
-                f"stopped there; continue: {call('artifact_grep', **again, offset=res.next_offset)}]"
+                f"[{found} in bytes {res.scanned_from}-{res.next_offset}; {why}; continue: "
+                f"{call('artifact_grep', **again, offset=res.next_offset)}]"
             )
         else:
-            foot = f"[{shown} matches in bytes {res.scanned_from}-{res.next_offset}; {searched_all(res, call('artifact_grep', **again, offset=res.next_offset))}]"
-        sep = "\n--\n" if context else "\n"
-        body = (sep.join(blocks) + "\n") if blocks else ""
+            done = searched_all(res, call("artifact_grep", **again, offset=res.next_offset))
+            foot = f"[{found} in bytes {res.scanned_from}-{res.next_offset}; {done}]"
         facts = {**data(res, res.scanned_from, res.next_offset), "matches": shown}
         return ToolResult(body + foot, data=facts)
 
@@ -265,13 +366,16 @@ class ArtifactTools:
                 f"exit: code {src.get('exit_code')}, signal {src.get('signal')}, "
                 f"timed out {bool(src.get('timed_out', False))}"
             )
+        gone = i.state in ("deleted", "expired")
         rows.append(
-            f"size: {i.size_bytes} bytes stored of {i.total_bytes} produced, {i.line_count} lines"
+            f"size: {count(i.size_bytes, 'byte')} {'were stored' if gone else 'stored'} of "
+            f"{i.total_bytes} produced, {count(i.line_count, 'line')}"
+            + ("; none of it is stored now" if gone else "")
         )
         rows.append(f"created: {i.created_at:%Y-%m-%d %H:%M:%S} UTC")
         if i.completed_at:
             rows.append(f"finished: {i.completed_at:%Y-%m-%d %H:%M:%S} UTC")
-        if i.state in ("deleted", "expired"):
+        if gone:
             when = i.deleted_at or i.expires_at
             at = f" at {when:%Y-%m-%d %H:%M:%S} UTC" if when else ""
             rows.append(
@@ -310,29 +414,38 @@ class ArtifactTools:
         return None
 
     def _list(self, a: dict[str, Any]) -> ToolResult:
+        """Newest first, each row with its stream, size, state (how a gone one went),
+        exit status and the other stream of the same run; hidden deleted and
+        expired outputs are counted, with the call that lists them."""
         session = None if a.get("all_sessions") else self._session
         limit = a.get("limit", 20)
+        gone = bool(a.get("include_gone"))
         page = self._backend.list(
-            ListQuery(session_id=session, limit=limit, cursor=a.get("cursor"))
+            ListQuery(session_id=session, limit=limit, cursor=a.get("cursor"), include_gone=gone)
         )
+        hidden = 0
+        if not gone and not a.get("cursor"):
+            every = self._backend.list(ListQuery(session_id=session, limit=1, include_gone=True))
+            hidden = max(0, (every.total_count or 0) - (page.total_count or 0))
         scope = f"session {session}" if session else "all your sessions"
+        more_gone = ""
+        if hidden:
+            also = call("artifact_list", all_sessions=a.get("all_sessions"), include_gone=True)
+            more_gone = f"; {count(hidden, 'deleted or expired output')} not listed: {also}"
         if not page.items:
-            return ToolResult(f"[no stored outputs in {scope}]", data={"items": []})
-        rows = [f"[{len(page.items)} stored outputs in {scope}, newest first]"]
+            return ToolResult(f"[no stored outputs in {scope}{more_gone}]", data={"items": []})
+        noun = "outputs" if gone else "stored outputs"
+        rows = [f"[{count(len(page.items), noun[:-1], noun)} in {scope}, newest first{more_gone}]"]
+        by_run: dict[str, list[ArtifactInfo]] = {}
         for i in page.items:
-            src = i.source
-            what = src.get("command") or i.name or src.get("tool") or ""
-            what = " ".join(str(what).split())
-            if len(what) > 80:
-                what = what[:77] + "..."
-            stream = f" {src['stream']}" if src.get("stream") else ""
-            rows.append(
-                f"{i.id}{stream} {i.size_bytes} bytes {i.line_count} lines {i.state} "
-                f"{i.created_at:%Y-%m-%d %H:%M:%S} UTC: {what}"
-            )
+            if i.source.get("run_id"):
+                by_run.setdefault(str(i.source["run_id"]), []).append(i)
+        for i in page.items:
+            rows.append(_list_row(i, by_run.get(str(i.source.get("run_id")), [])))
         if page.next_cursor:
             more = {
                 "all_sessions": a.get("all_sessions"),
+                "include_gone": a.get("include_gone"),
                 "limit": a.get("limit"),
                 "cursor": page.next_cursor,
             }

@@ -73,6 +73,10 @@ def tool_definitions(max_chars: int = DEFAULT_CHARS) -> list[dict[str, Any]]:
                         f"Bytes to read (default and most: {max_chars})",
                         maximum=max_chars,
                     ),
+                    "hex": {
+                        "type": "boolean",
+                        "description": "Show the byte window as a hex dump (binary output)",
+                    },
                     "start_line": _integer(LineQuery, "start", "1-based line"),
                     "line_count": _integer(LineQuery, "count", "Lines to read (default 200)"),
                     "tail_lines": _integer(TailQuery, "lines", "The last N lines"),
