@@ -119,7 +119,7 @@ class PreviewBuffer:
     def tail(self) -> bytes:
         return bytes(self._tail[-self._tail_cap :])
 
-    def preview(self, notice: Callable[[int], str], budget: int) -> tuple[str, int]:
+    def preview(self, notice: Callable[[int, int], str], budget: int) -> tuple[str, int]:
         """The head, the notice (given the omitted byte count) and the tail, within
         ``budget`` bytes; the whole content when it fits. Returns (text, omitted)."""
         if self.total <= budget and self.total == len(self.head) + len(self._tail):
@@ -132,7 +132,7 @@ class PreviewBuffer:
             text = (
                 head.decode("utf-8", errors="replace")
                 + ("" if not head or head.endswith(b"\n") else "\n")
-                + notice(omitted)
+                + notice(omitted, len(head))
                 + "\n"
                 + tail.decode("utf-8", errors="replace")
             )
@@ -144,7 +144,7 @@ class PreviewBuffer:
             head = head[: utf8_safe_end(head[: max(0, len(head) - cut)])]
             tail = tail[min(len(tail), cut) :]
             tail = tail[utf8_skip_partial(tail) :]
-        return notice(self.total), self.total
+        return notice(self.total, 0), self.total
 
 
 def _cut_head(data: bytes) -> bytes:
@@ -161,11 +161,14 @@ def _cut_tail(data: bytes) -> bytes:
     return data[utf8_skip_partial(data) :]
 
 
-def retrieval_hint(artifact_id: str) -> str:
-    read = call("artifact_read", id=artifact_id, offset=0)
+def retrieval_hint(artifact_id: str, offset: int = 0) -> str:
+    """How to read (from ``offset``: where the part a preview leaves out starts) and
+    search the stored result."""
+    read = call("artifact_read", id=artifact_id, offset=offset)
     grep = call("artifact_grep", id=artifact_id, pattern="<regex>")
+    what = "Read the omitted part" if offset else "Read it"
     return (
-        f"Read it with {read} (continue at the offset each answer gives), or search it with {grep}."
+        f"{what} with {read} (continue at the offset each answer gives), or search it with {grep}."
     )
 
 
@@ -177,15 +180,15 @@ def _expiry(info: ArtifactInfo) -> str:
 
 def notice_for(
     info: ArtifactInfo, legacy_path: str | None = None, legacy_hint: str | None = None
-) -> Callable[[int], str]:
+) -> Callable[[int, int], str]:
     """The line that replaces what the preview leaves out (the replaced system's
     wording, with the artifact added; the legacy path stays right after "at: ")."""
     where = f"{info.size_bytes} bytes, {info.line_count} lines, {_expiry(info)}" + (
         "" if info.state == "complete" else f", {info.state}"
     )
-    hint = retrieval_hint(info.id)
 
-    def notice(omitted: int) -> str:
+    def notice(omitted: int, gap_start: int) -> str:
+        hint = retrieval_hint(info.id, gap_start)
         if legacy_path:
             return (
                 f"(Omitted {omitted} bytes. Full formatted result stored at: {legacy_path}. "

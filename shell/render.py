@@ -8,7 +8,7 @@ import re
 from typing import Literal, NamedTuple
 
 from overspill.shell.results import CollectedOutput
-from overspill.shell.view import StreamView
+from overspill.shell.view import READ_WINDOW, StreamView, hex_call
 from overspill.shell.wording import call
 
 RenderMode = Literal["artifact", "legacy"]
@@ -34,13 +34,14 @@ def truncation_line(out: CollectedOutput, view: StreamView | None, mode: RenderM
     else:
         parts.append("full output: (unavailable)")
     total = out.total_bytes
+    not_shown: list[str] = []
     if view.binary:
         parts.append(f"binary output of {total} bytes, none of it shown")
     elif view.head_end:
         parts.append(
-            f"shown first {view.head_end} and last {view.end - view.start} bytes of {total}; "
-            f"not shown: bytes {view.head_end}-{view.start}"
+            f"shown first {view.head_end} and last {view.end - view.start} bytes of {total}"
         )
+        not_shown.append(f"bytes {view.head_end}-{view.start}")
     else:
         span = _lines(view.first_line, view.last_line)
         shown = f"shown {span} of {view.total_lines} (bytes {view.start}-{view.end} of {total})"
@@ -51,11 +52,20 @@ def truncation_line(out: CollectedOutput, view: StreamView | None, mode: RenderM
             before = view.first_line - 1
             lines = f"{_lines(1, before)}, " if before >= 1 else ""
             start_of = f" (with the start of line {view.first_line})" if view.mid_line else ""
-            parts.append(f"not shown: {lines}bytes 0-{view.start}{start_of}")
+            not_shown.append(f"{lines}bytes 0-{view.start}{start_of}")
+    if len(view.clipped) == 1:
+        ((line, lo, hi),) = view.clipped
+        not_shown.append(f"bytes {lo}-{hi} of the clipped line {line}")
+    elif view.clipped:
+        hidden = sum(hi - lo for _, lo, hi in view.clipped)
+        not_shown.append(
+            f"{hidden} bytes from the middle of {len(view.clipped)} clipped long lines "
+            "(each says which)"
+        )
+    if not_shown:
+        parts.append("not shown: " + " and ".join(not_shown))
     if view.escapes_removed:
         parts.append("terminal escape sequences removed")
-    if view.clipped:
-        parts.append(f"{view.clipped} long lines clipped")
     if art is not None and art.state == "capped":
         parts.append(
             f"artifact holds the first {art.size_bytes} bytes (capped); "
@@ -65,10 +75,25 @@ def truncation_line(out: CollectedOutput, view: StreamView | None, mode: RenderM
         reason = out.storage_error.replace("\n", " ").replace("]", ")")
         parts.append(f"artifact unavailable: {reason}")
     elif art is not None:
-        read = call("artifact_read", id=art.id, offset=0)
         grep = call("artifact_grep", id=art.id, pattern="<regex>")
-        parts.append(f"read more: {read}, or search: {grep}")
+        parts.append(f"read more: {_read_more(art.id, art.size_bytes, view)}, or search: {grep}")
     return "[" + "; ".join(parts) + "]"
+
+
+def _read_more(artifact_id: str, stored: int, view: StreamView) -> str:
+    """The call that reads on from what is shown: the window just before the shown
+    tail (or, after a head, the gap's start), so the reader meets what it saw
+    exactly; binary output as hex."""
+    if view.binary:
+        return hex_call(artifact_id, 0)
+    if view.head_end:
+        return call("artifact_read", id=artifact_id, offset=view.head_end)
+    end = min(view.start, stored)
+    begin = max(0, end - READ_WINDOW)
+    if end <= 0:
+        return call("artifact_read", id=artifact_id, offset=0)
+    which = "the bytes just before these" if end == view.start else "the last bytes stored"
+    return f"{call('artifact_read', id=artifact_id, offset=begin, limit=end - begin)} ({which})"
 
 
 def _lines(first: int, last: int) -> str:

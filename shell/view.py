@@ -41,11 +41,19 @@ class StreamView(NamedTuple):
     head_end: int  # bytes [0, head_end) shown before a gap (head_tail mode), else 0
     binary: bool = False
     escapes_removed: bool = False
-    clipped: int = 0  # lines shown clipped
+    # (line, start, end) of the bytes left out of each clipped line (inside the
+    # shown range, so not shown although between ``start`` and ``end``).
+    clipped: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def shown_bytes(self) -> int:
-        return self.head_end + self.end - self.start
+        return self.head_end + self.end - self.start - sum(e - s for _, s, e in self.clipped)
+
+
+class Rendered(NamedTuple):
+    text: str
+    escapes_removed: bool
+    clipped: tuple[tuple[int, int, int], ...]
 
 
 def count_lines(newlines: int, total: int, ends_with_newline: bool) -> int:
@@ -84,6 +92,14 @@ def _plain(data: bytes, line_cap: int | None) -> str | None:
     return None if _CONTROL.search(text) else text
 
 
+def hex_call(artifact_id: str, offset: int) -> str:
+    """The call that shows bytes from ``offset`` as a hex dump (for binary output)."""
+    return call("artifact_read", id=artifact_id, offset=offset, hex=True)
+
+
+READ_WINDOW = 16_000  # bytes a read the model is offered asks for (one answer's worth)
+
+
 def render_lines(
     data: bytes,
     base: int,
@@ -91,13 +107,12 @@ def render_lines(
     *,
     line_cap: int,
     artifact_id: str | None,
-) -> tuple[str, bool, int]:
-    """``data`` (starting at whole-stream ``base``, line ``first_line``) as shown:
-    (text, escapes removed, lines clipped). Lines are clipped only when an
-    artifact holds what the clip leaves out."""
+) -> Rendered:
+    """``data`` (starting at whole-stream ``base``, line ``first_line``) as shown.
+    Lines are clipped only when an artifact holds what the clip leaves out."""
     plain = _plain(data, line_cap if artifact_id is not None else None)
     if plain is not None:
-        return plain, False, 0
+        return Rendered(plain, False, ())
     return render_each_line(data, base, first_line, line_cap=line_cap, artifact_id=artifact_id)
 
 
@@ -108,11 +123,15 @@ def render_each_line(
     *,
     line_cap: int,
     artifact_id: str | None,
-) -> tuple[str, bool, int]:
-    """``render_lines`` one line at a time (escapes, controls, clipping)."""
+) -> Rendered:
+    """``render_lines`` one line at a time (escapes, controls, clipping). A line
+    longer than ``line_cap`` keeps its start and its end -- how a line ends (an
+    error at the end of a long JSON line, the last state of a progress bar) is
+    what a reader most needs -- and says which bytes of the middle are left out,
+    with the call that reads them."""
     out: list[str] = []
     removed = False
-    clipped = 0
+    clipped: list[tuple[int, int, int]] = []
     pos = 0
     number = first_line
     while pos < len(data):
@@ -120,21 +139,31 @@ def render_each_line(
         end = len(data) if nl < 0 else nl
         raw = data[pos:end]
         if artifact_id is not None and len(raw) > line_cap:
-            cut = utf8_safe_end(raw[:line_cap]) or line_cap
-            text, r = _clean_line(raw[:cut])
-            rest = base + pos + cut
-            text += (
-                f" … [line {number} clipped: {len(raw)} bytes, shown {cut}; the rest from byte "
-                f"{rest}: {call('artifact_read', id=artifact_id, offset=rest)}]"
+            head = utf8_safe_end(raw[: line_cap // 2]) or line_cap // 2
+            back = len(raw) - (line_cap - head)
+            tail = back + utf8_skip_partial(raw[back:])
+            first, r1 = _clean_line(raw[:head])
+            last, r2 = _clean_line(raw[tail:])
+            gap_start, gap_end = base + pos + head, base + pos + tail
+            read = call(
+                "artifact_read",
+                id=artifact_id,
+                offset=gap_start,
+                limit=min(READ_WINDOW, gap_end - gap_start),
             )
-            clipped += 1
+            text = (
+                f"{first} … [line {number} clipped: {len(raw)} bytes; bytes {gap_start}-"
+                f"{gap_end} not shown; read them: {read}] … {last}"
+            )
+            clipped.append((number, gap_start, gap_end))
+            r = r1 or r2
         else:
             text, r = _clean_line(raw)
         removed = removed or r
         out.append(text + ("\n" if nl >= 0 else ""))
         pos = end + 1 if nl >= 0 else end
         number += 1
-    return "".join(out), removed, clipped
+    return Rendered("".join(out), removed, tuple(clipped))
 
 
 def stream_view(
@@ -155,12 +184,8 @@ def stream_view(
         data = head + tail
         if artifact_id is not None and _looks_binary(data):
             return _binary(total, total_lines, artifact_id)
-        text, removed, clipped = render_lines(
-            data, 0, 1, line_cap=line_cap, artifact_id=artifact_id
-        )
-        return StreamView(
-            text, 0, total, 1, total_lines, total_lines, False, 0, False, removed, clipped
-        )
+        r = render_lines(data, 0, 1, line_cap=line_cap, artifact_id=artifact_id)
+        return StreamView(r.text, 0, total, 1, total_lines, total_lines, False, 0, False, *r[1:])
     start = total - len(tail)
     skip = utf8_skip_partial(tail)
     # Start at a line boundary when one is near (the cut line is not shown).
@@ -191,7 +216,7 @@ def stream_view(
         gap += " ...]\n"
         sep = "" if head_text.endswith("\n") or not head_text else "\n"
         body = head_text + sep + gap + body
-        removed, clipped = removed or r1, clipped + c1
+        removed, clipped = removed or r1, c1 + clipped
     return StreamView(
         body,
         start,
@@ -208,5 +233,8 @@ def stream_view(
 
 
 def _binary(total: int, total_lines: int, artifact_id: str) -> StreamView:
-    text = f"[binary output: {total} bytes, not shown; stored as artifact {artifact_id}]"
+    text = (
+        f"[binary output: {total} bytes, not shown; stored as artifact {artifact_id}; "
+        f"see them as hex: {hex_call(artifact_id, 0)}]"
+    )
     return StreamView(text, total, total, total_lines, total_lines, total_lines, False, 0, True)

@@ -42,6 +42,7 @@ async def follow_reads(client: Client, name: str, args: dict[str, Any]) -> bytes
     import re
 
     out = bytearray()
+    start = int(args.get("offset", 0))
     for _ in range(200):
         text = text_of(await client.call_tool(name, args))
         header, _, rest = text.partition("\n")
@@ -49,7 +50,7 @@ async def follow_reads(client: Client, name: str, args: dict[str, Any]) -> bytes
         assert m, header
         body = rest.rsplit("\n", 1)[0].encode()
         assert int(m.group(2)) - int(m.group(1)) == len(body)
-        assert int(m.group(1)) == len(out)
+        assert int(m.group(1)) == start + len(out)
         out += body
         calls = find_calls(text.rsplit("\n", 1)[-1])
         if not calls:
@@ -109,8 +110,14 @@ def test_an_overflowing_bash_run_is_read_back_whole_by_following_its_marker(
         art = res.structured_content["stdout"]["artifact_id"]
         assert res.structured_content["exit_code"] == 0 and art in marker
         (name, args), grep_call = find_calls(marker)
-        assert (name, args) == ("artifact_read", {"id": art, "offset": 0})
-        assert await follow_reads(client, name, args) == SEQ
+        # The window just before the tail shown, then on to the end; and from the start.
+        shown_from = len(SEQ) - len(text.rsplit("\n\n", 1)[0]) - 1
+        assert (name, args) == (
+            "artifact_read",
+            {"id": art, "offset": shown_from - 16000, "limit": 16000},
+        )
+        assert await follow_reads(client, name, args) == SEQ[shown_from - 16000 :]
+        assert await follow_reads(client, name, {"id": art, "offset": 0}) == SEQ
         # A grep, its continuation followed to the end.
         found = []
         call: tuple[str, dict[str, Any]] | None = (

@@ -72,15 +72,19 @@ def test_exactly_the_cap_is_shown_whole_and_one_byte_more_is_not(store: Artifact
     at_cap = run(store, "head -c 63999 /dev/zero | tr '\\0' x; echo", {}, max_output_bytes=64_000)
     assert at_cap == "x" * 63999 + "\n"
     over = run(store, "head -c 64000 /dev/zero | tr '\\0' x; echo", {}, max_output_bytes=64_000)
+    # The clip keeps both ends of the line and counts its middle as not shown.
     assert normalise(over) == (
         "x"
-        * 2000
-        + " … [line 1 clipped: 63999 bytes, shown 2000; the rest from byte 2001: artifact_read "
-        '{"id": "art_ID1", "offset": 2001}]\n\n[output truncated; full output: <spill:stdout>; '
-        "artifact art_ID1; shown line 1 of 1 (bytes 1-64001 of 64001), line 1 from byte 1; not "
-        "shown: bytes 0-1 (with the start of line 1); 1 long lines clipped; read more: "
-        'artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": '
-        '"art_ID1", "pattern": "<regex>"}]'
+        * 1000
+        + " … [line 1 clipped: 63999 bytes; bytes 1001-63000 not shown; read them: artifact_read "
+        '{"id": "art_ID1", "offset": 1001, "limit": 16000}] … '
+        + "x"
+        * 1000
+        + "\n\n[output truncated; full output: <spill:stdout>; artifact art_ID1; shown line 1 of "
+        "1 (bytes 1-64001 of 64001), line 1 from byte 1; not shown: bytes 0-1 (with the start of "
+        "line 1) and bytes 1001-63000 of the clipped line 1; read more: artifact_read "
+        '{"id": "art_ID1", "offset": 0, "limit": 1} (the bytes just before these), or search: '
+        'artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
     )
 
 
@@ -108,8 +112,8 @@ def test_a_capped_artifact_states_the_unstored_range(store: ArtifactStore) -> No
         "[output truncated; full output: artifact art_ID1; shown lines 2978-3000 of 3000 (bytes "
         "13778-13893 of 13893); not shown: lines 1-2977, bytes 0-13778; artifact holds the "
         "first 5000 bytes (capped); bytes 5000-13778 are not stored; read more: artifact_read "
-        '{"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": '
-        '"<regex>"}]'
+        '{"id": "art_ID1", "offset": 0, "limit": 5000} (the last bytes stored), or search: '
+        'artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
     )
 
 
@@ -145,7 +149,7 @@ GOLDEN: dict[str, str] = {
         "99999 some log text\n"
         "100000 some log text\n"
         "\n"
-        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 99996-100000 of 100000 (bytes 1988794-1988895 of 1988895); not shown: lines 1-99995, bytes 0-1988794; read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
+        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 99996-100000 of 100000 (bytes 1988794-1988895 of 1988895); not shown: lines 1-99995, bytes 0-1988794; read more: artifact_read {"id": "art_ID1", "offset": 1972794, "limit": 16000} (the bytes just before these), or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
     ),
     "both_streams_large": (
         "2978\n"
@@ -172,7 +176,7 @@ GOLDEN: dict[str, str] = {
         "2999\n"
         "3000\n"
         "\n"
-        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 2978-3000 of 3000 (bytes 13778-13893 of 13893); not shown: lines 1-2977, bytes 0-13778; read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]\n'
+        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 2978-3000 of 3000 (bytes 13778-13893 of 13893); not shown: lines 1-2977, bytes 0-13778; read more: artifact_read {"id": "art_ID1", "offset": 0, "limit": 13778} (the bytes just before these), or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]\n'
         "[stderr]\n"
         "2978\n"
         "2979\n"
@@ -198,16 +202,16 @@ GOLDEN: dict[str, str] = {
         "2999\n"
         "3000\n"
         "\n"
-        '[output truncated; full output: <spill:stderr>; artifact art_ID2; shown lines 2978-3000 of 3000 (bytes 13778-13893 of 13893); not shown: lines 1-2977, bytes 0-13778; read more: artifact_read {"id": "art_ID2", "offset": 0}, or search: artifact_grep {"id": "art_ID2", "pattern": "<regex>"}]'
+        '[output truncated; full output: <spill:stderr>; artifact art_ID2; shown lines 2978-3000 of 3000 (bytes 13778-13893 of 13893); not shown: lines 1-2977, bytes 0-13778; read more: artifact_read {"id": "art_ID2", "offset": 0, "limit": 13778} (the bytes just before these), or search: artifact_grep {"id": "art_ID2", "pattern": "<regex>"}]'
     ),
     "single_200kb_line": (
         "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaERROR_AT_END\n"
         "\n"
-        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown line 1 of 1 (bytes 199893-200013 of 200013), line 1 from byte 199893; not shown: bytes 0-199893 (with the start of line 1); read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
+        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown line 1 of 1 (bytes 199893-200013 of 200013), line 1 from byte 199893; not shown: bytes 0-199893 (with the start of line 1); read more: artifact_read {"id": "art_ID1", "offset": 183893, "limit": 16000} (the bytes just before these), or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
     ),
     "binary": (
-        "[binary output: 6000 bytes, not shown; stored as artifact art_ID1]\n"
-        '[output truncated; full output: <spill:stdout>; artifact art_ID1; binary output of 6000 bytes, none of it shown; read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
+        '[binary output: 6000 bytes, not shown; stored as artifact art_ID1; see them as hex: artifact_read {"id": "art_ID1", "offset": 0, "hex": true}]\n'
+        '[output truncated; full output: <spill:stdout>; artifact art_ID1; binary output of 6000 bytes, none of it shown; read more: artifact_read {"id": "art_ID1", "offset": 0, "hex": true}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
     ),
     "ansi": (
         "FAIL test_57 \\x07\n"
@@ -215,7 +219,7 @@ GOLDEN: dict[str, str] = {
         "FAIL test_59 \\x07\n"
         "FAIL test_60 \\x07\n"
         "\n"
-        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 57-60 of 60 (bytes 1447-1551 of 1551); not shown: lines 1-56, bytes 0-1447; terminal escape sequences removed; read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
+        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 57-60 of 60 (bytes 1447-1551 of 1551); not shown: lines 1-56, bytes 0-1447; terminal escape sequences removed; read more: artifact_read {"id": "art_ID1", "offset": 0, "limit": 1447} (the bytes just before these), or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
     ),
     "error_at_start": (
         "1978\n"
@@ -242,7 +246,7 @@ GOLDEN: dict[str, str] = {
         "1999\n"
         "2000\n"
         "\n"
-        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 1979-2001 of 2001 (bytes 8800-8915 of 8915); not shown: lines 1-1978, bytes 0-8800; read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
+        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 1979-2001 of 2001 (bytes 8800-8915 of 8915); not shown: lines 1-1978, bytes 0-8800; read more: artifact_read {"id": "art_ID1", "offset": 0, "limit": 8800} (the bytes just before these), or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
     ),
     "error_at_end": (
         "1982\n"
@@ -266,7 +270,7 @@ GOLDEN: dict[str, str] = {
         "2000\n"
         "ERROR: build failed\n"
         "\n"
-        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 1982-2001 of 2001 (bytes 8798-8913 of 8913); not shown: lines 1-1981, bytes 0-8798; read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]\n'
+        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 1982-2001 of 2001 (bytes 8798-8913 of 8913); not shown: lines 1-1981, bytes 0-8798; read more: artifact_read {"id": "art_ID1", "offset": 0, "limit": 8798} (the bytes just before these), or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]\n'
         "[exit code: 2]"
     ),
     "timeout": ("1\n2\n3\n4\n5\n\n[timed out after 300ms]\n[killed by signal: SIGTERM]"),
@@ -274,7 +278,7 @@ GOLDEN: dict[str, str] = {
     "utf8_at_cut": (
         "ééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé\n"
         "\n"
-        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown line 1 of 1 (bytes 282-401 of 401), line 1 from byte 282; not shown: bytes 0-282 (with the start of line 1); read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
+        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown line 1 of 1 (bytes 282-401 of 401), line 1 from byte 282; not shown: bytes 0-282 (with the start of line 1); read more: artifact_read {"id": "art_ID1", "offset": 0, "limit": 282} (the bytes just before these), or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
     ),
     "marker_lookalike": ("done\n[killed by signal: SIGKILL]\n"),
     "head_tail": (
@@ -314,7 +318,7 @@ GOLDEN: dict[str, str] = {
         "2999\n"
         "3000\n"
         "\n"
-        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown first 60 and last 55 bytes of 13893; not shown: bytes 60-13838; read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
+        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown first 60 and last 55 bytes of 13893; not shown: bytes 60-13838; read more: artifact_read {"id": "art_ID1", "offset": 60}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
     ),
     "legacy": (
         "2977\n"
@@ -397,6 +401,6 @@ GOLDEN: dict[str, str] = {
         "2999\n"
         "3000\n"
         "\n"
-        '[output truncated; full output: artifact art_ID1; shown lines 2978-3000 of 3000 (bytes 13778-13893 of 13893); not shown: lines 1-2977, bytes 0-13778; read more: artifact_read {"id": "art_ID1", "offset": 0}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
+        '[output truncated; full output: artifact art_ID1; shown lines 2978-3000 of 3000 (bytes 13778-13893 of 13893); not shown: lines 1-2977, bytes 0-13778; read more: artifact_read {"id": "art_ID1", "offset": 0, "limit": 13778} (the bytes just before these), or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
     ),
 }

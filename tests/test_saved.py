@@ -69,7 +69,8 @@ def test_the_notice_is_pinned_whole(backend: Backend) -> None:
     assert notice == (
         f"(Omitted {saved.omitted_bytes} bytes. Full formatted result stored at: "
         f"artifact://{saved.id} (120000 bytes, 20000 lines, kept until {expiry} UTC). "
-        f'Read it with artifact_read {{"id": "{saved.id}", "offset": 0}} (continue at the '
+        f'Read the omitted part with artifact_read {{"id": "{saved.id}", "offset": '
+        f"{len(head) + 1}}} (continue at the "
         f'offset each answer gives), or search it with artifact_grep {{"id": "{saved.id}", '
         f'"pattern": "<regex>"}}.)'
     )
@@ -138,7 +139,10 @@ def test_the_legacy_file_has_the_replaced_layout_and_modes(
     assert f"Full formatted result stored at: {path}. " in saved.preview
     assert f"Also stored as artifact://{saved.id} " in saved.preview
     (name, args), _ = find_calls(saved.preview)
-    assert name == "artifact_read" and args == {"id": saved.id, "offset": 0}
+    # It reads on where the preview's head ends: the omitted part starts there.
+    head_bytes = saved.preview.split("\n(Omitted ")[0].encode() + b"\n"
+    assert data.startswith(head_bytes)
+    assert name == "artifact_read" and args == {"id": saved.id, "offset": len(head_bytes)}
 
 
 def test_the_default_legacy_root_is_a_private_temp_directory(

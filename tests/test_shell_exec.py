@@ -287,7 +287,9 @@ def test_artifact_bytes_equal_what_the_command_printed(
     assert info.session_id == "sess-1" and info.owner == ALICE.name
     assert f"artifact {out.artifact.id}" in r.text
     assert (
-        f"[binary output: 300000 bytes, not shown; stored as artifact {out.artifact.id}]" in r.text
+        f"[binary output: 300000 bytes, not shown; stored as artifact {out.artifact.id}; see "
+        f'them as hex: artifact_read {{"id": "{out.artifact.id}", "offset": 0, "hex": true}}]'
+        in r.text
     )
 
 

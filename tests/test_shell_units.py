@@ -321,8 +321,8 @@ def test_artifact_truncation_line_names_id_lines_bytes_and_keeps_the_spill_path(
     assert line == (
         "[output truncated; full output: /tmp/d/f.log; artifact art_X; shown line 10 of 10 "
         "(bytes 97-100 of 100); not shown: lines 1-9, bytes 0-97; read more: artifact_read "
-        '{"id": "art_X", "offset": 0}, or search: artifact_grep {"id": "art_X", "pattern": '
-        '"<regex>"}]'
+        '{"id": "art_X", "offset": 0, "limit": 97} (the bytes just before these), or search: '
+        'artifact_grep {"id": "art_X", "pattern": "<regex>"}]'
     )
     no_spill = truncation_line(_out("tail", 100, artifact=ref), view, "artifact")
     assert no_spill.startswith("[output truncated; full output: artifact art_X;")

@@ -263,7 +263,7 @@ def test_arguments_outside_the_schema_are_refused_with_a_sentence(
     cases = {
         ("artifact_read", "tail"): "Error: artifact_read has no argument 'tail'; it takes id, "
         "offset, limit, hex, start_line, line_count, tail_lines, tail_bytes.",
-        ("artifact_read", "limit"): "Error: 'limit' must be at most 1000, got 5000.",
+        ("artifact_read", "limit"): "Error: 'limit' must be at most 64000, got 70000.",
         ("artifact_read", "both"): "Error: give one of offset, start_line, tail_lines or "
         "tail_bytes, not offset and start_line.",
         ("artifact_grep", "pattern"): "Error: artifact_grep needs 'pattern'.",
@@ -271,7 +271,7 @@ def test_arguments_outside_the_schema_are_refused_with_a_sentence(
     }
     calls = {
         ("artifact_read", "tail"): {"id": art, "tail": 3},
-        ("artifact_read", "limit"): {"id": art, "limit": 5000},
+        ("artifact_read", "limit"): {"id": art, "limit": 70000},
         ("artifact_read", "both"): {"id": art, "offset": 0, "start_line": 2},
         ("artifact_grep", "pattern"): {"id": art},
         ("artifact_grep", "context"): {"id": art, "pattern": "x", "context": "two"},
@@ -280,7 +280,10 @@ def test_arguments_outside_the_schema_are_refused_with_a_sentence(
         res = tools.handle(key[0], calls[key])
         assert res.is_error and res.text == expected
     schema = tools.definitions()[0]["input_schema"]["properties"]
-    assert schema["limit"]["maximum"] == 1000  # the bound enforced is the one published
+    assert schema["limit"]["maximum"] == 64000  # the bound enforced is the one published
+    # A limit above this answer's size is cut to it, and the answer says so exactly.
+    cut = tools.handle("artifact_read", {"id": art, "limit": 5000})
+    assert not cut.is_error and cut.text.startswith(f"[{art}: bytes 0-1000 of ")
     bad = tools.handle("artifact_grep", {"id": art, "pattern": "("})
     assert bad.is_error and "invalid regular expression" in bad.text
     missing = tools.handle("artifact_read", {"id": "art_" + "0" * 26})

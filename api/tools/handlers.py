@@ -165,7 +165,7 @@ class ArtifactTools:
 
     def _bytes(self, a: dict[str, Any], offset: int, limit: int | None) -> ToolResult:
         art = a["id"]
-        w = self._backend.text(art, offset=offset, limit=limit or self._max)
+        w = self._backend.text(art, offset=offset, limit=min(limit or self._max, self._max))
         lines = line_span(w.first_line, w.last_line, w.text, w.next_offset, w.size_bytes)
         split = (
             f"; it starts inside a character: its first {count(w.split_start, 'byte')} "

@@ -70,8 +70,9 @@ def tool_definitions(max_chars: int = DEFAULT_CHARS) -> list[dict[str, Any]]:
                     "limit": _integer(
                         TextQuery,
                         "limit",
-                        f"Bytes to read (default and most: {max_chars})",
-                        maximum=max_chars,
+                        f"Bytes to read (default and most: {max_chars}; a larger limit is "
+                        "cut to that, and the answer says which bytes it shows)",
+                        maximum=MAX_CHARS,
                     ),
                     "hex": {
                         "type": "boolean",
