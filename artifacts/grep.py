@@ -100,6 +100,7 @@ class _Grep:
         self.matches: list[dict[str, Any]] = []
         self.used = 0
         self.stopped: str | None = None  # why the page ended before the content did
+        self.floor = 0  # where the page's search starts: no context before it
         # The block being searched: most lines a match needs are inside it.
         self.base = 0
         self.data = b""
@@ -180,7 +181,9 @@ class _Grep:
         start = hit.start
         for k in range(1, self.context + 1):
             bounds = self._line_bounds_before(start)
-            if bounds is None:
+            # Not before where this page's search starts: a page that resumes
+            # there follows one that already showed those lines.
+            if bounds is None or bounds[0] < self.floor:
                 break
             lines.appendleft(self.line_at(hit.number - k, bounds[0], bounds[1]))
             start = bounds[0]
@@ -262,6 +265,7 @@ def grep(
         max_bytes=max_bytes,
         line_cap=min(line_cap, max_bytes),
     )
+    g.floor = start
     deadline = time.monotonic() + time_budget_s
     scan = _Scan(g, start, content.line_number_at(start))
     with cyclic_gc_paused():

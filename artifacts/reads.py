@@ -18,7 +18,7 @@ from overspill.artifacts.records import (
     TailWindow,
     TextWindow,
 )
-from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
+from overspill.artifacts.utf8 import utf8_char_len, utf8_safe_end, utf8_skip_partial
 
 _BLOCK = 64 * 1024
 MAX_LINE_BYTES = 64 * 1024  # a longer line is shown truncated (and flagged)
@@ -36,13 +36,20 @@ def text_window(content: Content, offset: int, limit: int, *, complete: bool) ->
     size = content.size
     start = min(offset, size)
     end = min(size, start + limit)
-    body = content.read(start, end)
-    if end < size or not complete:
-        # A character the window's end splits is left whole to the next window
-        # (unless the window is smaller than that one character).
-        cut = utf8_safe_end(body)
-        if cut:
+    raw = content.read(start, min(size, end + 3))
+    body = raw[: end - start]
+    cut = utf8_safe_end(body)
+    if 0 < cut < len(body):
+        # A character the window's end would split is left whole to the next
+        # window -- only a real one, whose continuation bytes follow (stray bytes
+        # are shown here, so a window meets the next shown one exactly), and
+        # only where the window can hold it.
+        need = utf8_char_len(body[cut])
+        following = raw[len(body) : cut + need]
+        if following and all(0x80 <= b <= 0xBF for b in following):
             body = body[:cut]
+        elif not following and not complete:
+            body = body[:cut]  # its continuation may not be written yet
     next_offset = start + len(body)
     first_line = content.line_number_at(start)
     newlines = body.count(b"\n")

@@ -21,7 +21,7 @@ orphans the reconciler reclaims. Storage never holds the producer (a command's
 pipe) longer than ``stall_s``: past it the artifact fails and the command goes
 on with its tail exact.
 
-About 420 lines because the loop, ``flush``/``close`` and the failure path share
+About 470 lines because the loop, ``flush``/``close`` and the failure path share
 one condition with the producers, and their locking is checked best in one place.
 """
 

@@ -143,3 +143,18 @@ def run_cli(
         timeout=timeout,
         check=False,
     )
+
+
+def short_complete(store: ArtifactStore) -> list[str]:
+    """Artifacts recorded ``complete`` with fewer bytes than their source printed:
+    after any fault, there must be none (a short artifact is never whole)."""
+    from overspill.artifacts.queries import ListQuery
+
+    bad: list[str] = []
+    cursor = None
+    while True:
+        page = store.list(ADMIN, ListQuery(state="complete", limit=500, cursor=cursor))
+        bad += [i.id for i in page.items if i.size_bytes < i.total_bytes]
+        if not page.next_cursor:
+            return bad
+        cursor = page.next_cursor

@@ -187,3 +187,15 @@ def test_a_quota_stop_through_the_remote_sink_is_capped_not_failed(
     assert f"artifact holds the first {art.size_bytes} bytes (capped)" in r.text
     info = api.store.get(ALICE, art.id)
     assert info.state == "capped" and info.size_bytes == art.size_bytes
+
+
+def test_a_password_in_the_server_url_is_never_printed() -> None:
+    import socket
+
+    with socket.socket() as probe:  # a closed port on loopback
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    for verb in (["ls"], ["cat", "art_" + "0" * 26], ["run", "--", "seq 1 100000"]):
+        done = _cli(f"http://u:s3cr3t@127.0.0.1:{port}", "tok_x", *verb)
+        err = done.stderr.decode() + done.stdout.decode()
+        assert "s3cr3t" not in err and f"127.0.0.1:{port} unreachable" in err, err

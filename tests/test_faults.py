@@ -4,7 +4,8 @@ hostage and never loses its output, and a later run and cleanup work again.
 An object store that accepts and never answers (a real socket), moto's server
 stopped and started again, a throwaway PostgreSQL cluster stopped and started
 (never the shared one), a real 24 MiB filesystem filled up. SIGKILL of the
-executor is in test_signals.py. Each asserts the command's tail, the stated
+executor is in test_signals.py. After every fault no artifact is ``complete``
+with fewer bytes than its source printed. Each asserts the command's tail, the stated
 reason, the spill file or stored prefix byte-exact, and the recovery."""
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from overspill.artifacts.blobs.s3 import S3BlobStore
 from overspill.artifacts.db.engine import make_engine, upgrade
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell import ExecRequest, Executor, ShellSettings, StoreSink
-from tests.helpers import ALICE, store_settings
+from tests.helpers import ALICE, short_complete, store_settings
 
 pytestmark = pytest.mark.slow
 
@@ -74,6 +75,7 @@ def test_a_hung_object_store_does_not_slow_the_command(
     assert "artifact unavailable: storage" in r.text
     # What the command printed, not what was stored: the unstored part is accounted for.
     assert store.get(ALICE, r.stdout.artifact.id).total_bytes == 30_000_005
+    assert short_complete(store) == []
     store.close()
 
 
@@ -163,6 +165,8 @@ def test_a_full_home_says_disk_full_where_and_how_much_was_stored(
     assert f"artifact unavailable: disk full at {home / 'blobs'}: " in text.stdout.decode()
     again = run_cli(env, "run", "--json", "--", "seq 1 20000")  # the disk was given back
     assert json.loads(again.stdout)["stdout"]["artifact"]["state"] == "complete"
+    rows = _stored_rows(home)
+    assert all(state != "complete" or size == total for _, state, size, total in rows), rows
 
 
 def test_an_upload_that_fills_the_disk_gives_it_back_and_the_server_recovers(
@@ -202,6 +206,7 @@ def test_an_upload_that_fills_the_disk_gives_it_back_and_the_server_recovers(
         again = http.post("/v1/artifacts", json={}, headers=h).json()["id"]
         r = http.put(f"/v1/artifacts/{again}/content", content=b"ok\n" * 1000, headers=h)
         assert r.status_code == 200 and r.json()["state"] == "complete"
+    assert short_complete(store) == []
     store.close()
 
 
@@ -274,6 +279,7 @@ def test_a_full_disk_frees_the_failed_bytes_at_once_and_everything_works_again(
     assert ready.status_code == 503 and "low disk" in ready.json()["reason"]
     filler.unlink()
     assert api.client.get("/readyz").status_code == 200
+    assert short_complete(store) == []
     store.close()
 
 
@@ -337,6 +343,7 @@ def test_a_postgres_restart_fails_storage_cleanly_and_the_store_recovers(
     again = ex.run(ExecRequest(command="seq 1 20000"))
     assert again.stdout.artifact is not None and again.stdout.artifact.state == "complete"
     assert store.sweeper.run().errors == []
+    assert short_complete(store) == []
     store.close()
 
 
@@ -384,6 +391,7 @@ def test_an_object_store_stopped_and_resumed_fails_one_run_and_serves_the_next(
         again = ex.run(ExecRequest(command="seq 1 50000"))
         assert again.stdout.artifact is not None and again.stdout.artifact.state == "complete"
         assert store.sweeper.run().errors == []
+        assert short_complete(store) == []
     finally:
         store.close()
         server.stop()

@@ -219,7 +219,11 @@ def test_artifact_save_returns_a_preview_and_writes_the_legacy_file(
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
         assert f"Full formatted result stored at: {path}. " in data["preview"]
         (name, args), _ = find_calls(data["preview"])
-        assert (await follow_reads(client, name, args)) == content.encode()
+        # It reads on where the preview's head ends; from 0 it reads everything.
+        head = data["preview"].split("\n(Omitted ")[0].encode() + b"\n"
+        assert args == {"id": art, "offset": len(head)} and content.encode().startswith(head)
+        assert (await follow_reads(client, name, args)) == content.encode()[len(head) :]
+        assert (await follow_reads(client, name, {"id": art, "offset": 0})) == content.encode()
 
     run_stdio(mcp_env, body)
 
