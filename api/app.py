@@ -195,7 +195,7 @@ def _mcp(app: FastAPI) -> Any:
     """The MCP endpoint: the artifact tools (no bash) for each token's principal."""
     from overspill.api.backend import LocalBackend
     from overspill.api.mcp_server import McpHttp
-    from overspill.api.saved import ResultSaver
+    from overspill.api.result_saver import ResultSaver
     from overspill.api.tools import ArtifactTools
 
     def tools_for(principal: Principal) -> ArtifactTools:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -21,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from overspill.artifacts.errors import InvalidArgument, OverspillError
 from overspill.artifacts.records import ArtifactInfo
 from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
+from overspill.shell.redact import StreamRedactor, ruleset_for
 from overspill.shell.wording import call
 
 DEFAULT_BUDGET = 50_000
@@ -221,8 +221,11 @@ class ResultSave:
         get: Callable[[str], ArtifactInfo],
         *,
         budget: int = DEFAULT_BUDGET,
+        redact: bool = True,
     ) -> None:
         check_budget(budget)
+        # Secrets are masked (same length) before the preview or the store sees a byte.
+        self._redactor = StreamRedactor(ruleset_for()) if redact else None
         self._get = get
         self._budget = budget
         self._buf = PreviewBuffer(budget)
@@ -236,6 +239,13 @@ class ResultSave:
             self._error = exc.message
 
     def feed(self, chunk: bytes) -> None:
+        if self._redactor is None:
+            self._take(chunk)
+            return
+        for piece in self._redactor.feed(chunk):
+            self._take(piece)
+
+    def _take(self, chunk: bytes | memoryview) -> None:
         if not chunk:
             return
         self._buf.feed(chunk)
@@ -247,8 +257,13 @@ class ResultSave:
 
     def finish(self) -> SavedResult:
         info: ArtifactInfo | None = None
+        update = None
+        if self._redactor is not None:
+            self._take(self._redactor.finish())
+            manifest = self._redactor.manifest
+            update = {"redactions": manifest.as_json()} if manifest.total else None
         if self._writer is not None:
-            result = self._writer.close(error=self._error)
+            result = self._writer.close(error=self._error, source_update=update)
             if result.state == "failed":
                 self._error = self._error or result.error or "storage failed"
             else:
@@ -328,106 +343,3 @@ def as_chunks(content: bytes | str | Iterable[bytes], size: int = 1024 * 1024) -
         return
     for chunk in content:
         yield chunk.encode() if isinstance(chunk, str) else bytes(chunk)
-
-
-class ResultSaver:
-    """The seam any tool calls to put an oversized result behind an id.
-
-    ``save`` streams the content into the store (in-process or a server, through
-    any Backend) and returns the preview for the model. While the compatibility
-    layer is on it also writes the replaced system's legacy file from the same
-    chunks (no second pass) and names it in the notice, right after "stored at: ".
-    """
-
-    def __init__(
-        self,
-        backend: Any,
-        *,
-        session_id: str | None = None,
-        legacy: bool = False,
-        legacy_root: str | None = None,
-        legacy_cap: int = 64 * 1024 * 1024,
-        sweep_days: float = 30,
-    ) -> None:
-        self._backend = backend
-        self._session_id = session_id
-        self._legacy = legacy
-        self._cap = legacy_cap
-        self._root: Any = None
-        if legacy:
-            from overspill.shell.result_spill import LegacyResultRoot, sweep_old_result_files
-
-            self._root = LegacyResultRoot(legacy_root)
-            _sweep_once(sweep_old_result_files, sweep_days, legacy_root)
-
-    def save(
-        self,
-        content: bytes | str | Iterable[bytes],
-        *,
-        tool: str,
-        name: str | None = None,
-        media_type: str = "text/plain; charset=utf-8",
-        source: dict[str, Any] | None = None,
-        budget: int = DEFAULT_BUDGET,
-        session_id: str | None = None,
-    ) -> SavedResult:
-        check_budget(budget)
-        session = session_id or self._session_id
-        request = SaveRequest.checked(
-            tool=tool,
-            name=suggested_name(name),
-            session_id=session,
-            media_type=media_type,
-            source=source or {},
-            budget=budget,
-        )
-        legacy_file = None
-        buf = PreviewBuffer(budget)
-        if self._legacy:
-            from overspill.shell.result_spill import LegacyResultFile
-
-            legacy_file = LegacyResultFile(self._root, session, name, self._cap)
-
-        def chunks() -> Iterator[bytes]:
-            for chunk in as_chunks(content):
-                if legacy_file is not None:
-                    legacy_file.write(chunk)
-                buf.feed(chunk)  # bounded: the preview's head and tail, and the count
-                yield chunk
-
-        try:
-            saved: SavedResult = self._backend.save_result(chunks(), request)
-        except InvalidArgument:
-            raise
-        except OverspillError as exc:  # the server unreachable, the store refusing
-            saved = not_stored(buf.total, exc.message)
-        if legacy_file is None:
-            return saved
-        path = legacy_file.close()
-        if saved.id is None:
-            if path:  # the original result is kept, so the file would only be litter
-                Path(path).unlink(missing_ok=True)
-            return saved
-        if path is None:
-            return saved
-        from overspill.shell.result_spill import LEGACY_HINT
-
-        try:
-            info = self._backend.get(saved.id)
-        except OverspillError:
-            return saved  # stored; only the notice naming the legacy file is lost
-        text, omitted = buf.preview(notice_for(info, path, LEGACY_HINT), budget)
-        return saved.model_copy(
-            update={"preview": text, "omitted_bytes": omitted, "legacy_path": path}
-        )
-
-
-_swept: set[str | None] = set()
-
-
-def _sweep_once(sweep: Callable[..., int], days: float, root: str | None) -> None:
-    """The start-up cleanup of old legacy result files, once per root per process."""
-    if root in _swept:
-        return
-    _swept.add(root)
-    sweep(days, root)

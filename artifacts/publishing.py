@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import update
 
+from overspill.artifacts import audit
 from overspill.artifacts.blobs.base import AppendableBlobStore
 from overspill.artifacts.blobs.keys import is_segment_key, segment_key_base
 from overspill.artifacts.context import Part, StoreContext
@@ -234,6 +235,18 @@ class Publisher(Part):
             row.state = state
             if source_update:
                 row.source = {**(row.source or {}), **source_update}
+            redactions = source_update.get("redactions")
+            if isinstance(redactions, dict):  # what was masked (never a value), or "off"
+                audit.record(
+                    s,
+                    now,
+                    row.owner,
+                    "unredacted" if redactions.get("off") else "redact",
+                    artifact_id=row.id,
+                    owner=row.owner,
+                    count=redactions.get("count"),
+                    rules=redactions.get("rules"),
+                )
             if spill is not None:
                 row.spill_path = str(spill["path"])
                 row.spill_bytes = int(spill.get("bytes") or 0)

@@ -22,7 +22,8 @@ Measured, interleaved, in one run (medians of per-repetition ratios):
 
 for 64 MiB and 1 GiB of zeros and of log lines; CPU seconds (user + system of
 the whole pipeline, the generator included, as for the reference) and peak RSS.
-Then the fixed cost per command: ``overspill run -- echo hi`` and ``-- true``
+For the log lines, the executor with redaction off too (``unredacted``): the
+ratio of redaction on to off. Then the fixed cost per command: ``overspill run -- echo hi`` and ``-- true``
 against ``bash -c true``.
 
     python bench/capture.py [--quick]
@@ -131,10 +132,9 @@ class Runner:
         os.unlink(target)
         return {"s": s, "cpu_s": cpu}
 
-    def executor(self, gen: str, size: int) -> dict[str, float]:
-        result: dict[str, float] = run_child(
-            Path(__file__), gen, str(size), self.home, env=self.env
-        )
+    def executor(self, gen: str, size: int, *, redact: bool = True) -> dict[str, float]:
+        env = self.env if redact else {**self.env, "OVERSPILL_REDACT": "off"}
+        result: dict[str, float] = run_child(Path(__file__), gen, str(size), self.home, env=env)
         return result
 
     def cli(self, command: str) -> dict[str, float]:
@@ -176,10 +176,14 @@ def main() -> None:
             for size in sizes:
                 command = GENERATORS[gen].format(size=size)
                 rows: dict[str, list[dict[str, float]]] = {"ref": [], "executor": [], "cli": []}
-                for _ in range(repeats):  # interleaved: each repetition runs all three
+                if gen == "lines":
+                    rows["unredacted"] = []
+                for _ in range(repeats):  # interleaved: each repetition runs all of them
                     rows["ref"].append(runner.ref(command))
                     rows["executor"].append(runner.executor(gen, size))
                     rows["cli"].append(runner.cli(command))
+                    if "unredacted" in rows:
+                        rows["unredacted"].append(runner.executor(gen, size, redact=False))
                 label = f"{gen}_{size // MiB}mib"
                 mb = size / MiB
                 for name, runs in rows.items():
@@ -194,6 +198,19 @@ def main() -> None:
                     figures[f"{label}_{name}_ratio"] = round(median(ratios), 3)
                 if label in PEER:
                     figures[f"{label}_peer_ratio"] = PEER[label]
+                if "unredacted" in rows:  # the executor with redaction on, to it off
+                    on_off = median(
+                        [
+                            off["s"] / on["s"]
+                            for on, off in zip(rows["executor"], rows["unredacted"], strict=True)
+                        ]
+                    )
+                    figures[f"{label}_redaction_on_off_ratio"] = round(on_off, 3)
+                    targets[f"{label}_redaction_on_off_ratio"] = {
+                        "want": ">= 0.85",
+                        "got": round(on_off, 3),
+                        "met": on_off >= 0.85,
+                    }
                 rss = max(r["rss_mb"] for r in rows["executor"])
                 figures[f"{label}_executor_peak_rss_mb"] = round(rss, 1)
                 rss_by_size[size] = max(rss_by_size.get(size, 0.0), rss)

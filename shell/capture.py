@@ -16,6 +16,7 @@ from typing import Any, Literal, NamedTuple
 
 from overspill.artifacts.newlines import count_newlines
 from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
+from overspill.shell.redact.stream import Manifest, StreamRedactor
 from overspill.shell.results import ArtifactRef, CollectedOutput
 from overspill.shell.sink import SinkStream, failure_reason
 from overspill.shell.spill import SpillFile
@@ -44,8 +45,14 @@ class OutputCollector:
         spill: Callable[[], SpillFile] | None = None,
         open_sink: Callable[[], SinkStream] | None = None,
         prepare: Callable[[], None] | None = None,
+        redactor: StreamRedactor | None = None,
+        unredacted: bool = False,
     ) -> None:
         self.stream = stream
+        # Every byte passes the redactor before it is kept or shown: the tail, the
+        # spill file and the artifact all hold the masked stream, of the same length.
+        self._redactor = redactor
+        self._unredacted = unredacted  # redaction was switched off: the artifact says so
         self._window = window
         self._head_cap = window // 2 if mode == "head_tail" else 0
         self._head = bytearray()
@@ -79,6 +86,22 @@ class OutputCollector:
 
     def feed(self, chunk: bytes | memoryview) -> None:
         """Take one chunk. ``chunk`` may be a reused buffer: anything kept is copied."""
+        if self._redactor is None:
+            self._take(chunk)
+            return
+        for piece in self._redactor.feed(chunk):
+            self._take(piece)
+
+    def _flush_redactor(self) -> None:
+        """The stream has ended: what the redactor still held moves on, masked."""
+        if self._redactor is not None:
+            self._take(self._redactor.finish())
+
+    @property
+    def redactions(self) -> Manifest | None:
+        return self._redactor.manifest if self._redactor is not None else None
+
+    def _take(self, chunk: bytes | memoryview) -> None:
         if not chunk:
             return
         newlines = count_newlines(chunk)
@@ -196,6 +219,12 @@ class OutputCollector:
         """Close the copies and describe the stream. Idempotent."""
         if self._result is not None:
             return self._result
+        self._flush_redactor()
+        manifest = self.redactions
+        if manifest is not None and manifest.total:
+            source_update = {**source_update, "redactions": manifest.as_json()}
+        elif self._unredacted:
+            source_update = {**source_update, "redactions": {"off": True}}
         spill_path = self._spill.close() if self._spill is not None else None
         artifact: ArtifactRef | None = None
         if self._sink is not None:
@@ -216,5 +245,6 @@ class OutputCollector:
             artifact=artifact,
             spill_path=spill_path,
             storage_error=self.storage_error,
+            redacted=manifest.summary() if manifest is not None and manifest.total else None,
         )
         return self._result

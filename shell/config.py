@@ -32,5 +32,13 @@ class ShellSettings(SettingsBase):
     # The most of one command stream stored as an artifact (unset: the store's own
     # cap, OVERSPILL_MAX_ARTIFACT_BYTES, which bounds every artifact however made).
     stream_max_bytes: int | None = setting(None, gt=0, unit="size", aliases=("artifact_max_bytes",))
+    # Secrets are masked (same length) before any byte is kept or shown. Turning
+    # it off is for an owner an admin has allowed to (``policy set --redact off``).
+    redact: bool = True
+    # Built-in rules switched off, comma-separated (``jwt,openai_key``).
+    redact_disable: str = ""
+    # Patterns of one's own, one regular expression per line; the match (or its
+    # first group) is masked.
+    redact_patterns: str = ""
     # A shown line longer than this is clipped, with the call that reads the rest.
     shown_line_bytes: int = setting(2_000, gt=0, unit="size")

@@ -17,8 +17,9 @@ from typing import Any
 from overspill.artifacts.utf8 import utf8_skip_partial
 from overspill.shell.capture import OutputCollector
 from overspill.shell.config import ShellSettings
-from overspill.shell.environment import child_environment
+from overspill.shell.environment import child_environment, known_secrets
 from overspill.shell.process import ProcessTree, Pump, signal_name, spawn
+from overspill.shell.redact import RuleSet, StreamRedactor, redact_once, ruleset_for
 from overspill.shell.render import (
     RenderMode,
     dropped_line,
@@ -75,6 +76,30 @@ class Executor:
         self.sink = sink
         self._sweep = sweep_spill_files
         self._parent_env = dict(os.environ if parent_env is None else parent_env)
+        # Built once here (a bad pattern or rule name fails now, not mid-run): the
+        # rules every run uses; the secrets it knows of are added per run.
+        self._rules = (
+            ruleset_for(
+                disabled=_names(settings.redact_disable), patterns=_lines(settings.redact_patterns)
+            )
+            if settings.redact
+            else None
+        )
+
+    def rules_for(self, env: Mapping[str, str]) -> RuleSet | None:
+        """The rules of one run: the executor's, and the values of the credentials
+        in its environments (masked where the output shows them anyway)."""
+        if self._rules is None:
+            return None
+        known = known_secrets(self._parent_env, env)
+        if not known:
+            return self._rules
+        settings = self.settings
+        return ruleset_for(
+            known,
+            disabled=_names(settings.redact_disable),
+            patterns=_lines(settings.redact_patterns),
+        )
 
     # -- the two projections -------------------------------------------------------
 
@@ -102,7 +127,9 @@ class Executor:
 
     # -- shared pieces ----------------------------------------------------------------
 
-    def _collector(self, stream: str, window: int, source: dict[str, Any]) -> OutputCollector:
+    def _collector(
+        self, stream: str, window: int, source: dict[str, Any], rules: RuleSet | None
+    ) -> OutputCollector:
         settings = self.settings
         sweep = self._sweep
         spill = (lambda: _first_spill(stream, settings, sweep)) if settings.legacy_spill else None
@@ -120,7 +147,17 @@ class Executor:
             spill=spill,
             open_sink=open_sink,
             prepare=prepare,
+            redactor=StreamRedactor(rules) if rules is not None else None,
+            unredacted=rules is None,
         )
+
+
+def _names(text: str) -> list[str]:
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+def _lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
 
 
 class _Job:
@@ -130,16 +167,18 @@ class _Job:
         self.spec = spec
         self.settings = executor.settings
         self.run_id = "run_" + os.urandom(16).hex()  # (uuid would import platform: ~2 ms)
+        rules = executor.rules_for(spec.env)
+        command = spec.command if rules is None else redact_once(spec.command, rules)[0]
         source = {
             "tool": "bash",
-            "command": spec.command,
+            "command": command,
             "cwd": spec.cwd,
             "call_id": spec.call_id,
             "run_id": self.run_id,
             "background": spec.background,
         }
-        self.stdout = executor._collector("stdout", spec.stdout_window, source)
-        self.stderr = executor._collector("stderr", spec.stderr_window, source)
+        self.stdout = executor._collector("stdout", spec.stdout_window, source, rules)
+        self.stderr = executor._collector("stderr", spec.stderr_window, source, rules)
         env = child_environment(executor._parent_env, spec.env, self.settings.reserved_env_prefix)
         self.started = time.monotonic()
         self.tree: ProcessTree = spawn(spec.command, spec.cwd, env, spec.stdin, spec.grace_s)

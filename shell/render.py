@@ -66,6 +66,8 @@ def truncation_line(out: CollectedOutput, view: StreamView | None, mode: RenderM
         parts.append("not shown: " + " and ".join(not_shown))
     if view.escapes_removed:
         parts.append("terminal escape sequences removed")
+    if out.redacted:
+        parts.append(f"{out.redacted}, {MASKED}")
     if art is not None and art.state == "capped":
         parts.append(
             f"artifact holds the first {art.size_bytes} bytes (capped); "
@@ -100,10 +102,17 @@ def _lines(first: int, last: int) -> str:
     return f"line {first}" if first == last else f"lines {first}-{last}"
 
 
+MASKED = "each masked with * at its own length (offsets unchanged)"
+
+
 def stream_text(out: CollectedOutput, view: StreamView | None, mode: RenderMode) -> str:
-    """One stream as the model sees it: the shown text, then the truncation line."""
+    """One stream as the model sees it: the shown text, then the truncation line
+    (or, for a whole stream with a secret masked in it, a line saying so)."""
     body = out.text if mode == "legacy" or view is None else view.text
     if not out.truncated:
+        if out.redacted and mode != "legacy":
+            sep = "\n" if body and not body.endswith("\n") else ""
+            return f"{body}{sep}[{out.redacted}, {MASKED}]"
         return body
     return f"{body}\n{truncation_line(out, view, mode)}"
 

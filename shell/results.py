@@ -27,6 +27,8 @@ class CollectedOutput(NamedTuple):
     artifact: ArtifactRef | None = None
     spill_path: str | None = None
     storage_error: str | None = None
+    # "2 secrets redacted (github_token, url_password)": masked, same length.
+    redacted: str | None = None
 
 
 class ExecResult(NamedTuple):

@@ -118,3 +118,22 @@ def tool_error(message: str) -> str:
     if len(text) > MAX_ERROR_CHARS:
         text = text[: MAX_ERROR_CHARS - 1] + "…"
     return f"Error: {text}"
+
+
+def redaction_note(redactions: object) -> str | None:
+    """An artifact's ``source.redactions`` as people and models read it:
+    ``3 secrets masked (github_token, url_password), 120 bytes; each * at its
+    own length``, or that it was stored unmasked; None when nothing was."""
+    if not isinstance(redactions, dict):
+        return None
+    if redactions.get("off"):
+        return "off for this owner (an admin's policy): stored as printed"
+    n = int(redactions.get("count") or 0)
+    if not n:
+        return None
+    rules = ", ".join(sorted(redactions.get("rules") or {}))
+    noun = "secret" if n == 1 else "secrets"
+    return (
+        f"{n} {noun} masked ({rules}), {redactions.get('bytes', 0)} bytes; "
+        "each * at its own length, offsets unchanged"
+    )

@@ -103,3 +103,34 @@ def test_cat_follow_on_the_local_store_streams_until_the_writer_completes(
     rest, _ = cat.communicate(timeout=30)
     assert cat.returncode == 0 and rest == b"part two\n"
     store.close()
+
+
+@pytest.mark.parametrize("ending", ["writer killed", "storage failed"])
+def test_cat_follow_says_how_an_unfinished_output_ended_and_exits_non_zero(
+    tmp_path: Path, ending: str
+) -> None:
+    from tests.helpers import cli_env
+
+    home = tmp_path / "home"
+    store = ArtifactStore.open(StoreSettings(home=home, flush_interval_s=0.05, lease_seconds=1))
+    writer = store.open_writer(Principal(name="user:me", role="user"))
+    writer.write(b"part one\n")
+    writer.flush()
+    cat = subprocess.Popen(
+        [sys.executable, "-m", "overspill.api.cli", "cat", writer.id, "--follow"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(OVERSPILL_HOME=home),
+    )
+    assert cat.stdout is not None
+    assert cat.stdout.readline() == b"part one\n"
+    if ending == "writer killed":
+        writer.abandon()  # as a killed process leaves it: its lease lapses
+        said = f"overspill: {writer.id} is incomplete: its writer stopped before the output ended"
+    else:
+        writer.close(error="disk on fire")
+        said = f"overspill: {writer.id} is failed: storing it failed (disk on fire)"
+    rest, err = cat.communicate(timeout=60)
+    assert rest == b"" and cat.returncode == 1
+    assert err.decode().startswith(said) and "9 bytes are stored" in err.decode()
+    store.close()

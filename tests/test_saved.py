@@ -14,7 +14,8 @@ import pytest
 
 from overspill.api.backend import Backend, LocalBackend
 from overspill.api.client import OverspillClient
-from overspill.api.saved import PreviewBuffer, ResultSaver
+from overspill.api.result_saver import ResultSaver
+from overspill.api.saved import PreviewBuffer
 from overspill.artifacts.errors import InvalidArgument
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell.result_spill import (

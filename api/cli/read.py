@@ -24,6 +24,7 @@ from overspill.api.cli.progress import Progress
 from overspill.api.cli.text import exit_status, table, terminal_width, time_of, when
 from overspill.artifacts.errors import OverspillError
 from overspill.artifacts.units import format_bytes
+from overspill.shell.wording import redaction_note
 
 
 def register(sub: Any) -> None:
@@ -189,26 +190,35 @@ def _small_tail(api: ApiCalls, artifact_id: str, lines: int) -> int | None:
 
 
 def say_what_is_missing(info: JSON, *, wanted_end: int | None, follow: bool) -> int:
-    """When the bytes written are less than was asked (the output was capped,
-    the writer died, it is still being written), one line on stderr and exit 1."""
+    """When what was written is less than the output (it was capped, the writer
+    died or failed, it is still being written), one line on stderr and exit 1.
+    A range asked that is wholly stored is no shortfall -- except when following:
+    a follower asked for the whole output, and an output whose writer stopped
+    never ended."""
     state, size, total = info["state"], info["size_bytes"], info["total_bytes"]
     reach = total if wanted_end is None else min(wanted_end, total)
-    if state == "complete" or (state != "writing" and reach <= size):
+    if state == "complete":
+        return 0
+    if not follow and wanted_end is not None and wanted_end <= size:
+        return 0
+    if state == "capped" and reach <= size:
         return 0
     if state == "writing":
-        if follow:
-            return 0
-        if wanted_end is not None and wanted_end <= size:
-            return 0
+        ended = "; the follow ended before its writer did" if follow else ""
         print(
-            f"overspill: {info['id']} is still being written: {size} bytes stored so far",
+            f"overspill: {info['id']} is still being written: {size} bytes stored so far{ended}",
             file=sys.stderr,
         )
         return EXIT_ERROR
-    why = f": {info['error']}" if info.get("error") else ""
+    why = f" ({info['error']})" if info.get("error") else ""
+    lost = f"; bytes {size}-{total} of the output are not stored" if total > size else ""
+    how = {
+        "incomplete": "its writer stopped before the output ended",
+        "failed": "storing it failed",
+        "capped": "it was capped",
+    }.get(state, state)
     print(
-        f"overspill: {info['id']} is {state}{why}; bytes {size}-{total} of the output "
-        "are not stored",
+        f"overspill: {info['id']} is {state}: {how}{why}; {size} bytes are stored{lost}",
         file=sys.stderr,
     )
     return EXIT_ERROR
@@ -235,6 +245,9 @@ def cmd_info(ctx: CliContext, args: argparse.Namespace) -> int:
         rows.append(("command", " ".join(str(src["command"]).split())))
     if "exit_code" in src or src.get("signal"):
         rows.append(("exit", exit_status(src)))
+    redacted = redaction_note(src.get("redactions"))
+    if redacted:
+        rows.append(("redacted", redacted))
     rows.append(("created", when(time_of(info["created_at"]))))
     rows.append(("expires", _expiry(info)))
     if info.get("sha256"):

@@ -87,7 +87,7 @@ def cmd_mcp(ctx: CliContext, args: argparse.Namespace) -> int:
     from overspill.api.bash_tools import BashTools
     from overspill.api.cli.run import sink
     from overspill.api.mcp_server import serve_stdio
-    from overspill.api.saved import ResultSaver
+    from overspill.api.result_saver import ResultSaver
     from overspill.api.tools import ArtifactTools
     from overspill.shell import Executor
 

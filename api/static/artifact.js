@@ -19,6 +19,17 @@ function title(a) {
   return (a.source && a.source.command) || a.name || a.id;
 }
 
+// The same sentence as `overspill info` and artifact_info (shell/wording.py).
+function redactionNote(r) {
+  if (!r || typeof r !== "object") return null;
+  if (r.off) return "off for this owner (an admin's policy): stored as printed";
+  const n = Number(r.count) || 0;
+  if (!n) return null;
+  const rules = Object.keys(r.rules || {}).sort().join(", ");
+  return `${n} ${n === 1 ? "secret" : "secrets"} masked (${rules}), ${Number(r.bytes) || 0} bytes; ` +
+    "each * at its own length, offsets unchanged";
+}
+
 function metadata(a) {
   const src = a.source || {};
   const rows = [
@@ -32,6 +43,7 @@ function metadata(a) {
     ["Command", src.command ? h("code", {}, visible(src.command)) : null],
     ["Stream", src.stream],
     ["Exit", exitBadge(src)],
+    ["Redacted", redactionNote(src.redactions)],
     ["Working dir", src.cwd ? h("code", {}, visible(src.cwd)) : null],
     ["Run", src.run_id ? h("code", {}, src.run_id) : null],
     ["Owner", a.owner],

@@ -6,6 +6,11 @@ Every answer says exactly what it shows (bytes and lines), whether the reader
 has now seen the end of the *output* (not only of what is stored: a capped or
 failed artifact holds less than was produced), and the exact call that
 continues it, written as ``tool {JSON}`` so it works when copied.
+
+About 470 lines because the tools share one class and its composing helpers:
+each tool's answer is a dozen lines of wording that differ just where the tools
+do (bytes, hex, lines, tail, grep, info, list, save), and apart they would each
+re-import the same answer helpers and the same argument checks.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from overspill.artifacts.errors import Gone, OverspillError
 from overspill.artifacts.grep_groups import Groups, Row
 from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
 from overspill.artifacts.records import ArtifactInfo, Line, Window
-from overspill.shell.wording import call, count, end_of_stored, tool_error
+from overspill.shell.wording import call, count, end_of_stored, redaction_note, tool_error
 
 _HEX_ROW = 79  # characters of one hexdump row (16 bytes) and its newline
 
@@ -366,6 +371,9 @@ class ArtifactTools:
                 f"exit: code {src.get('exit_code')}, signal {src.get('signal')}, "
                 f"timed out {bool(src.get('timed_out', False))}"
             )
+        redacted = redaction_note(src.get("redactions"))
+        if redacted:
+            rows.append(f"redacted: {redacted}")
         gone = i.state in ("deleted", "expired")
         rows.append(
             f"size: {count(i.size_bytes, 'byte')} {'were stored' if gone else 'stored'} of "
