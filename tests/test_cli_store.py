@@ -320,3 +320,13 @@ def test_verbs_that_print_data_speak_json_when_asked(tmp_path: Path) -> None:
     assert {"pin", "retention", "create"} <= {e["action"] for e in events}
     assert "default_retention_s" in json.loads(_run(tmp_path, "retention", "show", "--json").stdout)
     assert json.loads(_run(tmp_path, "rm", art, "--json").stdout)["state"] == "deleted"
+
+
+def test_a_negative_retention_is_named_not_taken_for_an_option(tmp_path: Path) -> None:
+    from tests.helpers import cli_env, run_cli
+
+    out = run_cli(cli_env(OVERSPILL_HOME=str(tmp_path)), "retain", "art_x", "-5d")
+    assert out.returncode != 0 and out.stdout == b""
+    assert out.stderr.decode() == (
+        "overspill: retain: a retention is a positive duration (7d, 12h) or forever, got -5d\n"
+    )

@@ -163,6 +163,14 @@ def main(argv: Sequence[str] | None = None, *, exit_when_done: bool = False) -> 
     artifact is closed and committed, and the teardown (collecting modules,
     joining idle threads) cost ~0.15 s per command when the store was in-process."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    negative = _negative_retention(args_list)
+    if negative:  # argparse would take "-5d" for an option and ask for RETENTION
+        print(
+            f"overspill: retain: a retention is a positive duration (7d, 12h) or "
+            f"forever, got {negative}",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
     parser = build_parser(args_list[0] if args_list and args_list[0] in VERBS else None)
     args = parser.parse_args(args_list)
     if args.verb is None:  # bare `overspill`: what it can do, not an error
@@ -177,6 +185,13 @@ def main(argv: Sequence[str] | None = None, *, exit_when_done: bool = False) -> 
             pass
         os._exit(code)
     return code
+
+
+def _negative_retention(argv: list[str]) -> str | None:
+    """``retain ID -5d``: the negative duration, named back to the user."""
+    if not argv or argv[0] != "retain":
+        return None
+    return next((a for a in argv[1:] if a[:1] == "-" and a[1:2].isdigit()), None)
 
 
 def _dispatch(args: argparse.Namespace, argv: list[str]) -> int:
