@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from overspill.api.deps import PrincipalDep, StoreDep
 from overspill.artifacts.errors import StorageUnavailable
@@ -48,6 +49,19 @@ async def readyz(store: StoreDep) -> Response:
 def whoami(who: PrincipalDep) -> Principal:
     """The principal and role behind the bearer token (the UI's sign-in check)."""
     return who
+
+
+class Redaction(BaseModel):
+    owner: str
+    redact: bool
+
+
+@router.get("/v1/redaction", response_model=Redaction, tags=["session"])
+def redaction(who: PrincipalDep, store: StoreDep) -> Redaction:
+    """Whether this principal's output must be masked before it is stored: always,
+    unless an admin's policy for it (or the global one) says ``redact: false``.
+    An executor asked to store output unmasked checks here first."""
+    return Redaction(owner=who.name, redact=store.policies.effective(who.name).redact)
 
 
 @router.get("/metrics", response_class=Response)

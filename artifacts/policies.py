@@ -52,6 +52,9 @@ class PolicySpec(BaseModel):
     quota_bytes: int | None = Field(default=None, ge=0, le=2**62)
     max_artifact_bytes: int | None = Field(default=None, gt=0, le=2**62)
     over_quota: Literal["reject", "evict"] = "reject"
+    # False lets this owner store output unmasked (``OVERSPILL_REDACT=off``);
+    # None inherits, and at the top redaction is on.
+    redact: bool | None = None
 
 
 class PolicyView(PolicySpec):
@@ -92,6 +95,7 @@ def _view(row: RetentionPolicy | None, owner: str) -> PolicyView:
         quota_bytes=row.quota_bytes,
         max_artifact_bytes=row.max_artifact_bytes,
         over_quota=row.over_quota,  # type: ignore[arg-type]
+        redact=row.redact,
         updated_at=row.updated_at,
         updated_by=row.updated_by,
     )

@@ -34,6 +34,7 @@ class Policy:
     quota_bytes: int | None
     max_artifact_bytes: int | None
     over_quota: str
+    redact: bool = True  # False only where an admin's policy allows unmasked output
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,10 @@ def merge_policy(
             else (glob.max_artifact_bytes if glob else None)
         ),
         over_quota=quota_row.over_quota if quota_row is not None else "reject",
+        redact=next(
+            (row.redact for row in (own, glob) if row is not None and row.redact is not None),
+            True,
+        ),
     )
 
 

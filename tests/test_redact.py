@@ -408,3 +408,58 @@ def test_what_was_masked_is_audited_by_rule_without_a_value(store: ArtifactStore
     (event,) = store.audit_log(artifact_id=r.stdout.artifact.id, action="redact")
     assert event.details == {"count": 1, "rules": {"gitlab_token": 1}}
     assert token not in str(event) and token not in r.text
+
+
+def test_only_an_admins_policy_lets_an_owner_store_output_unmasked(tmp_path: Path) -> None:
+    """``OVERSPILL_REDACT=off`` alone masks anyway and says why; after an admin's
+    ``--redact off`` for the owner it stores the bytes as printed, and both the
+    policy change and each unmasked artifact are in the audit log."""
+    import json
+
+    from tests.helpers import cli_env, run_cli
+
+    env = cli_env(
+        OVERSPILL_HOME=str(tmp_path / "home"),
+        OVERSPILL_LOCAL_SERVER="off",
+        OVERSPILL_OWNER="agent:raw",
+        OVERSPILL_MAX_OUTPUT_BYTES="1000",
+    )
+    command = "seq 1 500; echo AKIAABCDEFGHIJKLMNOP"
+
+    def run(**extra: str) -> tuple[dict[str, object], str]:
+        out = run_cli({**env, **extra}, "run", "--json", "--", command)
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)["stdout"], out.stderr.decode()
+
+    masked, warning = run(OVERSPILL_REDACT="off")
+    assert "AKIA****************" in str(masked["text"])
+    assert warning == (
+        "overspill: warning: redaction stays on: no admin policy turns it off for agent:raw\n"
+    )
+
+    done = run_cli(env, "retention", "set", "--owner", "agent:raw", "--redact", "off")
+    assert done.returncode == 0, done.stderr
+    assert "redaction off" in done.stdout.decode()
+    raw, warning = run(OVERSPILL_REDACT="off")
+    assert "AKIAABCDEFGHIJKLMNOP" in str(raw["text"]) and warning == ""
+    art = raw["artifact"]
+    assert isinstance(art, dict)
+    audit = run_cli(env, "audit", "--artifact", str(art["id"]), "--json")
+    assert '"unredacted"' in audit.stdout.decode(), audit.stderr
+    policy = run_cli(env, "audit", "--json")
+    assert '"redact": false' in policy.stdout.decode()
+
+
+def test_the_redaction_switch_inherits_owner_over_global_over_on(store: ArtifactStore) -> None:
+    from overspill.artifacts.policies import PolicySpec
+    from overspill.artifacts.records import Principal
+
+    admin = Principal(name="root", role="admin")
+    assert store.policies.effective(ALICE.name).redact is True
+    store.policies.set(admin, PolicySpec(redact=False))
+    assert store.policies.effective(ALICE.name).redact is False
+    store.policies.set(admin, PolicySpec(redact=True), ALICE.name)
+    assert store.policies.effective(ALICE.name).redact is True
+    assert store.policies.effective("agent:other").redact is False
+    (event,) = store.audit_log(owner=ALICE.name, action="policy")
+    assert event.details["redact"] is True

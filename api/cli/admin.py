@@ -63,6 +63,11 @@ def register(sub: Any) -> None:
     rset.add_argument("--max-artifact-bytes", help="cap per artifact: 1GiB, or inherit")
     rset.add_argument("--over-quota", choices=["reject", "evict"], help="when over the quota")
     rset.add_argument(
+        "--redact",
+        choices=["on", "off", "inherit"],
+        help="off lets the owner store output unmasked (OVERSPILL_REDACT=off); audited",
+    )
+    rset.add_argument(
         "--apply-to-existing", action="store_true", help="recompute existing expiries"
     )
     rset.add_argument("--preview", action="store_true", help="only show what would expire")
@@ -163,6 +168,7 @@ def policy_line(p: JSON, parent: JSON | None = None) -> str:
         f"ceiling {dur('max_retention_s')}, "
         f"forever {'allowed' if p['allow_forever'] else 'not allowed'}, quota {quota} "
         f"({p['over_quota']} when over), artifact cap {cap}"
+        + ("" if p.get("redact") is None else f", redaction {'on' if p['redact'] else 'off'}")
     )
 
 
@@ -219,6 +225,8 @@ def cmd_retention(ctx: CliContext, args: argparse.Namespace) -> int:
         given["allow_forever"] = bool(args.allow_forever)
     if args.over_quota:
         given["over_quota"] = args.over_quota
+    if args.redact:
+        given["redact"] = None if args.redact == "inherit" else args.redact == "on"
     if not given and not args.preview:
         raise CliError("retention set needs a field to change (see --help)")
     # Only what was given changes: `--default 1d` keeps the quota that is set.

@@ -59,7 +59,10 @@ def cmd_run(ctx: CliContext, args: argparse.Namespace) -> int:
     # The local server sweeps old legacy spill files on its interval; the
     # command's process need not walk the temp dir as well.
     by_server = not c.url and c.local_server
-    executor = Executor(ctx.settings.shell, sink(ctx), sweep_spill_files=not by_server)
+    shell = ctx.settings.shell
+    if not shell.redact and not _may_store_unmasked(ctx):
+        shell = shell.replace(redact=True)
+    executor = Executor(shell, sink(ctx), sweep_spill_files=not by_server)
     result = executor.run(request, abort=abort)
     for stream in (result.stdout, result.stderr):
         if stream.truncated and stream.storage_error:  # stdout stays the model's text
@@ -84,6 +87,25 @@ def cmd_run(ctx: CliContext, args: argparse.Namespace) -> int:
         except KeyError:
             return 128
     return result.exit_code or 0
+
+
+def _may_store_unmasked(ctx: CliContext) -> bool:
+    """``OVERSPILL_REDACT=off`` is honoured only where an admin's policy turns
+    redaction off for this owner (``retention set --owner O --redact off``); asked
+    of the store only then, so the default path costs nothing."""
+    from overspill.artifacts.errors import OverspillError
+
+    owner = ctx.settings.client.owner
+    try:
+        allowed = ctx.client().json("GET", "/v1/redaction")["redact"] is False
+    except OverspillError as exc:
+        ctx.warn(
+            f"redaction stays on: the store could not say whether it may be off ({exc.message})"
+        )
+        return False
+    if not allowed:
+        ctx.warn(f"redaction stays on: no admin policy turns it off for {owner}")
+    return allowed
 
 
 def _abort_on_signals() -> tuple[threading.Event, list[int]]:

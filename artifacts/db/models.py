@@ -158,6 +158,8 @@ class RetentionPolicy(Base):
     quota_bytes: Mapped[int | None] = mapped_column(BigInteger)
     max_artifact_bytes: Mapped[int | None] = mapped_column(BigInteger)
     over_quota: Mapped[str] = mapped_column(String(20), default="reject")
+    # Whether output is masked before it is stored (None: inherit; on at the top).
+    redact: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     updated_at: Mapped[datetime]
     updated_by: Mapped[str] = mapped_column(String(200))
 
