@@ -85,6 +85,8 @@ class RuleSet:
                     self.owners.append([])
                 self.owners[index[lit]].append(r)
         self.searched = [r for r, rule in enumerate(self.rules) if not rule.triggers]
+        # A literal only token rules use is a trigger only at the start of a word.
+        self.word_start = [all(self.rules[r].word for r in own) for own in self.owners]
         self.guard = max((len(lit) for lit in self.literals), default=1) - 1
         if self.searched:  # a pattern's match cut by a chunk boundary is held whole
             self.guard = max(self.guard, CUSTOM_REACH)
@@ -132,7 +134,7 @@ class StreamRedactor:
         reused buffer: what is returned must be used before the next feed."""
         self._fed += len(data)
         if not self._fast and self._fed > LARGE and self._rules.literals:
-            self._pre, self._fast = fastest(self._rules.literals), True
+            self._pre, self._fast = fastest(self._rules.literals, self._rules.word_start), True
         return self._run(data, final=False)
 
     def finish(self) -> bytes:
@@ -214,9 +216,9 @@ class StreamRedactor:
         held = self._held
         if len(view) < guard:  # what is held back may begin in the held bytes
             return None
-        if held and next(iter(self._pre.find(held + bytes(view[:guard]))), None) is not None:
+        if held and self._pre.any(held + bytes(view[:guard])):
             return None
-        if next(iter(self._pre.find(view)), None) is not None:
+        if self._pre.any(view):
             return None
         keep = rules.held_back(view)
         out: list[bytes | memoryview] = [held] if held else []
