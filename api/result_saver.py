@@ -105,6 +105,10 @@ class ResultSaver:
         try:
             saved: SavedResult = self._backend.save_result(chunks(), request)
         except InvalidArgument:
+            if legacy_file is not None:  # nothing was saved: no file is left either
+                path = legacy_file.close()
+                if path:
+                    Path(path).unlink(missing_ok=True)
             raise
         except OverspillError as exc:  # the server unreachable, the store refusing
             saved = not_stored(buf.total, exc.message)

@@ -59,12 +59,10 @@ async def save_result(
         source=_source(source),
         budget=budget,
     )
-    save = await run_in_threadpool(
-        lambda: ResultSave(
-            lambda: req.open_writer(store, who),
-            lambda art: store.get(who, art),
-            budget=req.budget,
-        )
+    # The artifact is made with the first byte (in a worker, by ``feed``): an
+    # empty body is refused at the end and leaves nothing behind.
+    save = ResultSave(
+        lambda: req.open_writer(store, who), lambda art: store.get(who, art), budget=req.budget
     )
     async for chunk in request.stream():
         if chunk:

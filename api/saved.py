@@ -231,8 +231,15 @@ class ResultSave:
         self._buf = PreviewBuffer(budget)
         self._error: str | None = None
         self._writer: Any = None
+        # Opened with the first byte: an empty result makes no artifact at all.
+        self._open: Opener | None = open_writer
+
+    def _start(self) -> None:
+        opener, self._open = self._open, None
+        if opener is None:
+            return
         try:
-            self._writer = open_writer()
+            self._writer = opener()
         except InvalidArgument:
             raise  # bad input is the caller's to fix (a 4xx), not a storage failure
         except OverspillError as exc:
@@ -248,6 +255,7 @@ class ResultSave:
     def _take(self, chunk: bytes | memoryview) -> None:
         if not chunk:
             return
+        self._start()
         self._buf.feed(chunk)
         if self._error is None:
             try:
@@ -262,6 +270,8 @@ class ResultSave:
             self._take(self._redactor.finish())
             manifest = self._redactor.manifest
             update = {"redactions": manifest.as_json()} if manifest.total else None
+        if self._buf.total == 0:
+            raise InvalidArgument("the result is empty: there is nothing to store")
         if self._writer is not None:
             result = self._writer.close(error=self._error, source_update=update)
             if result.state == "failed":

@@ -473,12 +473,14 @@ def test_hostile_input_is_a_clear_4xx_on_every_database(api: Api) -> None:
         ("POST", "/v1/results", {"params": {"name": "a\x00b"}, "content": b"x"}, 400),
         ("POST", "/v1/results", {"params": {"tool": "a\x00b"}, "content": b"x"}, 400),
         ("POST", "/v1/results", {"params": {"session_id": "a\x00b"}, "content": b"x"}, 400),
+        ("POST", "/v1/results", {"content": b""}, 400),  # an empty result makes no artifact
     ]
     for method, path, kwargs, status in cases:
         r = api.client.request(method, path, headers=h, **kwargs)  # type: ignore[arg-type]
         assert r.status_code == status, (kwargs, r.status_code, r.text)
         assert r.json()["error"]["message"], kwargs
-    assert api.client.get("/v1/artifacts", headers=h).status_code == 200  # nothing was stored
+    listed = api.client.get("/v1/artifacts", headers=h)
+    assert listed.status_code == 200 and listed.json()["items"] == []  # nothing was stored
     art = _upload(api, b"0123456789")
     for rng in ("bytes=" + "9" * 5000 + "-", "bytes=-" + "9" * 5000, "bytes=0-" + "9" * 5000):
         r = api.client.get(f"/v1/artifacts/{art}/content", headers={**h, "Range": rng})

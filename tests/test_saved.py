@@ -109,6 +109,19 @@ def test_a_budget_outside_the_bounds_is_refused(backend: Backend) -> None:
         ResultSaver(backend).save("x", tool="t", budget=10)
 
 
+def test_an_empty_result_is_refused_and_leaves_nothing(
+    backend: Backend, store: ArtifactStore, tmp_path: Path
+) -> None:
+    from overspill.artifacts.queries import ListQuery
+
+    root = tmp_path / "r"
+    saver = ResultSaver(backend, legacy=True, legacy_root=str(root))
+    with pytest.raises(InvalidArgument, match="the result is empty: there is nothing to store"):
+        saver.save(b"", tool="t")
+    assert store.list(ALICE, ListQuery()).items == []
+    assert not any(p.is_file() for p in root.rglob("*"))
+
+
 def test_a_storage_failure_keeps_nothing_and_says_why(store: ArtifactStore, tmp_path: Path) -> None:
     from tests.test_store import _break_blob_backend
 
