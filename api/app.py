@@ -106,6 +106,7 @@ def create_app(
 
         _offline_docs(app)
         app.include_router(routes_ui.make_router())
+        app.state.not_found_page = routes_ui.not_found_page
         mcp = _mcp(app)
         app.router.routes.append(Route("/mcp", endpoint=mcp, methods=["GET", "POST", "DELETE"]))
 

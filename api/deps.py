@@ -26,11 +26,15 @@ async def get_store(request: Request) -> ArtifactStore:
 StoreDep = Annotated[ArtifactStore, Depends(get_store)]
 
 
+NO_TOKEN = "a bearer token is required"
+BAD_TOKEN = "invalid, expired or revoked token"  # /v1 and /mcp say the same
+
+
 def bearer_secret(request: Request) -> str:
     header = request.headers.get("authorization", "")
     scheme, _, secret = header.partition(" ")
     if scheme.lower() != "bearer" or not secret.strip():
-        raise HTTPException(401, "a bearer token is required", {"WWW-Authenticate": "Bearer"})
+        raise HTTPException(401, NO_TOKEN, {"WWW-Authenticate": "Bearer"})
     return secret.strip()
 
 
@@ -59,7 +63,7 @@ async def get_principal(request: Request, store: StoreDep) -> Principal:
     if principal is None:
         raise HTTPException(
             401,
-            "invalid, expired or revoked token",
+            BAD_TOKEN,
             {"WWW-Authenticate": 'Bearer error="invalid_token"'},
         )
     request.state.principal = principal

@@ -14,7 +14,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -78,6 +78,19 @@ _HTTP: dict[int, type[OverspillError]] = {
 }
 
 
+_API_PREFIXES = ("/v1/", "/mcp", "/static/", "/docs", "/redoc", "/openapi")
+
+
+def _from_a_browser(request: Request) -> bool:
+    """A page navigation (the browser asks for HTML) outside the API's paths."""
+    path = request.url.path
+    return (
+        request.method == "GET"
+        and "text/html" in request.headers.get("accept", "")
+        and not path.startswith(_API_PREFIXES)
+    )
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(OverspillError)
     async def _overspill(_: Request, exc: OverspillError) -> JSONResponse:
@@ -94,7 +107,12 @@ def install(app: FastAPI) -> None:
         )
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+        page = getattr(request.app.state, "not_found_page", None)
+        if exc.status_code == 404 and page is not None and _from_a_browser(request):
+            # A person who typed a wrong address gets the UI saying so, not JSON.
+            response: Response = page(request)
+            return response
         cls = _HTTP.get(exc.status_code)
         if cls is None:
             return error_response(exc.status_code, "http_error", str(exc.detail))

@@ -208,11 +208,14 @@ class McpHttp:
             return
         headers = dict(scope.get("headers") or [])
         scheme, _, secret = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
-        principal = None
-        if scheme.lower() == "bearer" and secret.strip():
-            principal = await anyio.to_thread.run_sync(self._authenticate, secret.strip())
+        from overspill.api.deps import BAD_TOKEN, NO_TOKEN  # (the HTTP server's, loaded)
+
+        if scheme.lower() != "bearer" or not secret.strip():
+            await _error(send, 401, "unauthorized", NO_TOKEN)
+            return
+        principal = await anyio.to_thread.run_sync(self._authenticate, secret.strip())
         if principal is None:
-            await _error(send, 401, "unauthorized", "a valid bearer token is required")
+            await _error(send, 401, "unauthorized", BAD_TOKEN)
             return
         scope.setdefault("state", {})[PRINCIPAL_KEY] = principal
         await self.manager.handle_request(scope, receive, send)

@@ -11,6 +11,7 @@ content into the page only as text nodes, so stored bytes can never run.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -56,6 +57,7 @@ class _Asset:
     etag: str
 
 
+@functools.cache
 def _load_assets() -> dict[str, _Asset]:
     """Every file shipped in api/static, read once; nothing else is ever served."""
     assets: dict[str, _Asset] = {}
@@ -73,6 +75,15 @@ def _serve(request: Request, asset: _Asset) -> Response:
     if request.headers.get("if-none-match") == asset.etag:
         return Response(status_code=304, headers=headers)
     return Response(asset.body, media_type=asset.media_type, headers=headers)
+
+
+def not_found_page(request: Request) -> Response:
+    """The UI's shell as a 404, for a browser at an address that is no page: the
+    script says there is no such page (the API's own paths keep their JSON)."""
+    response = _serve(request, _load_assets()["index.html"])
+    if response.status_code == 200:
+        response.status_code = 404
+    return response
 
 
 def make_router() -> APIRouter:

@@ -660,3 +660,21 @@ def test_an_owner_over_quota_is_refused_with_403_quota_exceeded_not_413(api: Api
     assert r.status_code == 403, r.text
     assert r.json()["error"]["code"] == "quota_exceeded"
     assert "quota exceeded for user:alice" in r.json()["error"]["message"]
+
+
+def test_mcp_and_v1_refuse_a_missing_or_bad_token_with_the_same_body(api: Api) -> None:
+    for headers in ({}, {"Authorization": "Bearer ovs_not-a-token"}):
+        v1 = api.client.get("/v1/artifacts", headers=headers)
+        mcp = api.client.post("/mcp", headers=headers, json={})
+        assert v1.status_code == mcp.status_code == 401
+        assert v1.json() == mcp.json(), headers
+
+
+def test_a_browser_at_an_unknown_address_gets_the_ui_saying_so(api: Api) -> None:
+    page = api.client.get("/no/such/page", headers={"Accept": "text/html"})
+    assert page.status_code == 404 and page.headers["content-type"].startswith("text/html")
+    assert "<script" in page.text
+    # The API's own paths, and clients that do not ask for HTML, keep their JSON.
+    for path, accept in (("/v1/nothing", "text/html"), ("/no/such/page", "application/json")):
+        r = api.client.get(path, headers={"Accept": accept})
+        assert r.status_code == 404 and r.json()["error"]["code"] == "not_found", path

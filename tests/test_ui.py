@@ -205,6 +205,16 @@ def test_a_user_sees_only_their_own_artifacts_and_no_admin_pages(page: Any, site
     page.wait_for_selector("h1:has-text('Not found')")
 
 
+def test_an_unknown_address_shows_the_ui_saying_there_is_no_such_page(
+    page: Any, site: Site
+) -> None:
+    sign_in(page, site, site.alice, "/no/such/<page>")
+    page.wait_for_selector("h1:has-text('No such page')")
+    assert "/no/such/%3Cpage%3E" in page.inner_text("main code")
+    page.click("main a[href='/']")
+    page.wait_for_selector("table.artifacts, main p")
+
+
 # -- the list -----------------------------------------------------------------------------
 
 

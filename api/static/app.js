@@ -2,7 +2,7 @@
 // draw the navigation and hand the page to the module its path names.
 
 import { api, clearToken, getToken, setToken } from "./api.js";
-import { clear, fill, flash, h } from "./dom.js";
+import { clear, fill, flash, h, visible } from "./dom.js";
 
 function takeTokenFromFragment() {
   // `overspill serve` prints http://host/#token=...; fragments never reach the
@@ -102,6 +102,10 @@ async function start() {
     } else if (path === "/admin") {
       const { render } = await import("./admin.js");
       await render(main, me);
+    } else if (path !== "/") {
+      fill(main, h("h1", {}, "No such page"),
+        h("p", {}, "Nothing lives at ", h("code", {}, visible(path)), ". ",
+          h("a", { href: "/" }, "See the artifacts"), "."));
     } else {
       const { render } = await import("./list.js");
       await render(main, me);
