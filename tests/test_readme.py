@@ -47,7 +47,7 @@ def test_the_remote_sink_walk_through_runs_as_pasted(tmp_path: Path) -> None:
     block = re.search(r"```sh\n(.*?)```", section, re.S)
     assert block is not None
     done = subprocess.run(
-        ["bash", "-e", "-c", block.group(1)],
+        ["sh", "-e", "-c", block.group(1)],  # POSIX sh: no job control to lean on
         env=_env(tmp_path),
         cwd=tmp_path,
         capture_output=True,
@@ -57,3 +57,6 @@ def test_the_remote_sink_walk_through_runs_as_pasted(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert '"code":"offset_conflict"' in done.stdout
     assert '"text":"line one\\nline two\\nline three\\n"' in done.stdout
+    # Nothing is left running: the walk-through stopped its own server.
+    left = subprocess.run(["pgrep", "-f", "serve --port 8799"], capture_output=True, text=True)
+    assert left.stdout == "", left.stdout
