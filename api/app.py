@@ -24,6 +24,7 @@ from overspill.api import (
     routes_ops,
     routes_reads,
     routes_results,
+    routes_search,
 )
 from overspill.api.limits import PrincipalLimit
 from overspill.api.metrics import Metrics
@@ -93,6 +94,7 @@ def create_app(
     errors.install(app)
     app.include_router(routes_artifacts.router)
     app.include_router(routes_reads.router)
+    app.include_router(routes_search.router)
     app.include_router(routes_results.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_ops.router)

@@ -11,13 +11,14 @@ from typing import Protocol
 
 from overspill.api.saved import SavedResult, SaveRequest, save_stream
 from overspill.artifacts.follow import Backoff
-from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
+from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, SearchQuery
 from overspill.artifacts.records import (
     ArtifactInfo,
     ArtifactPage,
     GrepResult,
     LineWindow,
     Principal,
+    SearchResult,
     TailWindow,
     TextWindow,
 )
@@ -41,6 +42,7 @@ class Backend(Protocol):
         max_bytes: int | None = None,
     ) -> TailWindow: ...
     def grep(self, artifact_id: str, query: GrepQuery) -> GrepResult: ...
+    def search(self, query: SearchQuery) -> SearchResult: ...
     def save_result(self, chunks: Iterable[bytes], request: SaveRequest) -> SavedResult: ...
 
 
@@ -99,6 +101,9 @@ class LocalBackend:
 
     def grep(self, artifact_id: str, query: GrepQuery) -> GrepResult:
         return self.store.grep(self.principal, artifact_id, query)
+
+    def search(self, query: SearchQuery) -> SearchResult:
+        return self.store.search(self.principal, query)
 
     def save_result(self, chunks: Iterable[bytes], request: SaveRequest) -> SavedResult:
         return save_stream(

@@ -121,6 +121,9 @@ class ApiCalls:
         client: parsing into dicts first cost as much again)."""
         return self.http.request("GET", f"{_art(artifact_id)}/grep", params=params).read()
 
+    def search(self, params: dict[str, Any]) -> bytes:
+        return self.http.request("GET", "/v1/search", params=params).read()
+
     # -- admin -------------------------------------------------------------------------
 
     def usage(self) -> builtins.list[JSON]:

@@ -19,12 +19,13 @@ from overspill.api.wire import Endpoint, WireClient
 from overspill.artifacts.audit import AuditEntry
 from overspill.artifacts.gc_pause import cyclic_gc_paused
 from overspill.artifacts.policies import PolicySpec, PolicyView, Preview
-from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
+from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, SearchQuery
 from overspill.artifacts.records import (
     ArtifactInfo,
     ArtifactPage,
     GrepResult,
     LineWindow,
+    SearchResult,
     TailWindow,
     TextWindow,
 )
@@ -133,6 +134,9 @@ class OverspillClient:
         # with the cycle collector paused (see artifacts.gc_pause).
         with cyclic_gc_paused():
             return GrepResult.model_validate_json(raw)
+
+    def search(self, query: SearchQuery) -> SearchResult:
+        return SearchResult.model_validate_json(self._calls.search(query.params()))
 
     # -- admin -----------------------------------------------------------------------
 

@@ -120,7 +120,8 @@ def build_server(
         version=version,
         instructions=(
             "Stored outputs are artifacts (ids art_…). Read them with artifact_read, search "
-            "them with artifact_grep, find them again with artifact_list. Every answer ends "
+            "them with artifact_grep, search all of them with artifact_search, find them again "
+            "with artifact_list. Every answer ends "
             "with the exact call that continues it."
         ),
         on_list_tools=list_tools,

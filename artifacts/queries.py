@@ -36,6 +36,27 @@ class GrepQuery(_Query):
     offset: int = Field(default=0, ge=0, le=2**62, description="Byte offset to resume a scan at")
 
 
+class SearchQuery(_Query):
+    """A search across a principal's own outputs, newest first."""
+
+    pattern: str = Field(min_length=1, max_length=1000, description="RE2 pattern (linear time)")
+    ignore_case: bool = False
+    fixed: bool = Field(default=False, description="The pattern is a literal string")
+    session_id: str | None = Field(
+        default=None, max_length=200, description="Only this session's outputs (default: all)"
+    )
+    tool: str | None = Field(default=None, max_length=100, description="Only outputs of this tool")
+    name: str | None = Field(default=None, max_length=500, description="Name contains this")
+    state: State | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    max_matches: int = Field(default=50, ge=1, le=1000, description="Matching lines per call")
+    max_scan_bytes: int = Field(
+        default=64 * 1024 * 1024, ge=1024, le=2**30, description="Bytes searched per call"
+    )
+    cursor: str | None = Field(default=None, max_length=1000, description="From next_cursor")
+
+
 class TextQuery(_Query):
     offset: int = Field(default=0, ge=0, le=2**62, description="Byte offset of the window")
     limit: int = Field(default=65536, ge=1, le=16 * 1024 * 1024, description="Bytes to read")

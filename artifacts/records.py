@@ -136,6 +136,33 @@ class GrepMatch(_Record):
     spans: list[tuple[int, int]]
 
 
+class SearchGroup(_Record):
+    """One artifact's matching lines in a search, with what identifies the output."""
+
+    artifact_id: str
+    created_at: datetime
+    command: str | None
+    name: str | None
+    tool: str | None
+    matches: list[GrepMatch]  # (no context lines: a search says where, a grep shows)
+    # Resumes the search at any line of this group: ``resume_cursor(group, offset)``.
+    cursor_page: str | None = None
+
+
+class SearchResult(_Record):
+    pattern: str
+    groups: list[SearchGroup]
+    matches: int
+    artifacts_searched: int
+    bytes_searched: int
+    # Where the next call resumes (which artifact, which offset, inside the
+    # cursor), or None when every output that matches the filters was searched.
+    next_cursor: str | None
+    resume_artifact: str | None = None
+    resume_offset: int | None = None
+    stopped: str | None = None  # "max_matches" or "max_scan_bytes" when cut short
+
+
 class GrepResult(Window):
     artifact_id: str
     pattern: str

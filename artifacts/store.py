@@ -43,7 +43,7 @@ from overspill.artifacts.home import ensure_home
 from overspill.artifacts.ingest import Ingest
 from overspill.artifacts.policies import Policies
 from overspill.artifacts.publishing import Publisher
-from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
+from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, SearchQuery
 from overspill.artifacts.quotas import Quotas
 from overspill.artifacts.reading import Reader
 from overspill.artifacts.records import (
@@ -52,6 +52,7 @@ from overspill.artifacts.records import (
     GrepResult,
     LineWindow,
     Principal,
+    SearchResult,
     TailWindow,
     TextWindow,
 )
@@ -241,6 +242,12 @@ class ArtifactStore:
         return self.reader.grep(
             principal, artifact_id, query, max_bytes=max_bytes, scan_bytes=scan_bytes
         )
+
+    def search(self, principal: Principal, query: SearchQuery) -> SearchResult:
+        """One pattern across the principal's own outputs (see ``search.py``)."""
+        from overspill.artifacts.search import search
+
+        return search(self, principal, query)
 
     # -- cleanup (sweeper) --------------------------------------------------------------
 

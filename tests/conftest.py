@@ -176,3 +176,19 @@ def server_blob_url(
     else:
         endpoint: str = request.getfixturevalue("moto_server")
         yield f"s3://{make_bucket(endpoint)}/p", endpoint
+
+
+@pytest.fixture(params=["in-process", "http"])
+def backend(request: pytest.FixtureRequest, store: ArtifactStore) -> Iterator[Any]:
+    """Alice's Backend: the store in this process, or a real server over HTTP."""
+    from overspill.api.backend import LocalBackend
+    from overspill.api.client import OverspillClient
+    from tests.api_helpers import live_server, make_api
+    from tests.helpers import ALICE
+
+    if request.param == "in-process":
+        yield LocalBackend(store, ALICE)
+    else:
+        api = make_api(store)
+        with live_server(api.app) as url, OverspillClient(url, api.alice) as client:
+            yield client

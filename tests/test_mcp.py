@@ -28,7 +28,14 @@ from tests.helpers import BOB, write_artifact
 pytestmark = pytest.mark.slow
 
 SEQ = "".join(f"{i}\n" for i in range(1, 30001)).encode()  # `seq 1 30000`, 168,894 bytes
-READ_TOOLS = ["artifact_read", "artifact_grep", "artifact_info", "artifact_list", "artifact_save"]
+READ_TOOLS = [
+    "artifact_read",
+    "artifact_grep",
+    "artifact_search",
+    "artifact_info",
+    "artifact_list",
+    "artifact_save",
+]
 
 
 def text_of(result: Any) -> str:

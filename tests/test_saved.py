@@ -25,18 +25,7 @@ from overspill.shell.result_spill import (
     sweep_old_result_files,
 )
 from overspill.shell.wording import find_calls
-from tests.api_helpers import live_server, make_api
 from tests.helpers import ALICE
-
-
-@pytest.fixture(params=["in-process", "http"])
-def backend(request: pytest.FixtureRequest, store: ArtifactStore) -> Iterator[Backend]:
-    if request.param == "in-process":
-        yield LocalBackend(store, ALICE)
-    else:
-        api = make_api(store)
-        with live_server(api.app) as url, OverspillClient(url, api.alice) as client:
-            yield client
 
 
 def chunks(data: bytes, size: int = 7777) -> Iterator[bytes]:

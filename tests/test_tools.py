@@ -71,10 +71,11 @@ def byte_windows(answers: list[str]) -> list[tuple[int, int, str]]:
     return out
 
 
-def test_definitions_are_json_schemas_for_the_four_read_tools() -> None:
+def test_definitions_are_json_schemas_for_the_five_read_tools() -> None:
     assert [t["name"] for t in TOOL_DEFINITIONS] == [
         "artifact_read",
         "artifact_grep",
+        "artifact_search",
         "artifact_info",
         "artifact_list",
     ]

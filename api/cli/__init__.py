@@ -65,6 +65,7 @@ VERBS = {
     "info": "read",
     "cat": "read",
     "grep": "grep",
+    "search": "search",
     "rm": "manage",
     "pin": "manage",
     "retain": "manage",

@@ -7,7 +7,7 @@ has now seen the end of the *output* (not only of what is stored: a capped or
 failed artifact holds less than was produced), and the exact call that
 continues it, written as ``tool {JSON}`` so it works when copied.
 
-About 470 lines because the tools share one class and its composing helpers:
+About 480 lines because the tools share one class and its composing helpers:
 each tool's answer is a dozen lines of wording that differ just where the tools
 do (bytes, hex, lines, tail, grep, info, list, save), and apart they would each
 re-import the same answer helpers and the same argument checks.
@@ -29,6 +29,7 @@ from overspill.api.tools.answers import (
 )
 from overspill.api.tools.arguments import ToolArgumentError, check_arguments
 from overspill.api.tools.schemas import DEFAULT_CHARS, MAX_CHARS, save_definition, tool_definitions
+from overspill.api.tools.search import search_answer
 from overspill.artifacts.errors import Gone, OverspillError
 from overspill.artifacts.grep_groups import Groups, Row
 from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
@@ -126,6 +127,7 @@ class ArtifactTools:
         handlers = {
             "artifact_read": self._read,
             "artifact_grep": self._grep,
+            "artifact_search": self._search,
             "artifact_info": self._info,
             "artifact_list": self._list,
             "artifact_save": self._save,
@@ -349,6 +351,12 @@ class ArtifactTools:
             foot = f"[{found} in bytes {res.scanned_from}-{res.next_offset}; {done}]"
         facts = {**data(res, res.scanned_from, res.next_offset), "matches": shown}
         return ToolResult(body + foot, data=facts)
+
+    # -- artifact_search -----------------------------------------------------------------
+
+    def _search(self, a: dict[str, Any]) -> ToolResult:
+        text, facts = search_answer(self._backend, a, session_id=self._session, max_chars=self._max)
+        return ToolResult(text, data=facts)
 
     # -- artifact_info / artifact_list / artifact_save ---------------------------------
 

@@ -15,7 +15,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, TailQuery, TextQuery
+from overspill.artifacts.queries import (
+    GrepQuery,
+    LineQuery,
+    ListQuery,
+    SearchQuery,
+    TailQuery,
+    TextQuery,
+)
 
 DEFAULT_CHARS = 16_000
 MAX_CHARS = 64_000
@@ -114,6 +121,31 @@ def tool_definitions(max_chars: int = DEFAULT_CHARS) -> list[dict[str, Any]]:
                     ),
                 },
                 "required": ["id", "pattern"],
+                "additionalProperties": False,
+            },
+        },
+        {
+            "name": "artifact_search",
+            "description": (
+                "Search every stored output of this session (or of all your sessions) for a "
+                "regular expression (RE2): which outputs printed it, the matching lines with "
+                "their line numbers, newest output first, and the exact call that goes on. "
+                "Use it to find an error you saw earlier when you no longer have its id."
+            ),
+            "input_schema": {
+                "type": "object",
+                "properties": {
+                    "pattern": {"type": "string", **bounds(SearchQuery, "pattern")},
+                    "ignore_case": {"type": "boolean"},
+                    "fixed": {"type": "boolean", "description": "Match the pattern literally"},
+                    "all_sessions": {"type": "boolean"},
+                    "tool": {"type": "string", **bounds(SearchQuery, "tool")},
+                    "max_matches": _integer(
+                        SearchQuery, "max_matches", "Lines to return (default 30)"
+                    ),
+                    "cursor": {"type": "string", **bounds(SearchQuery, "cursor")},
+                },
+                "required": ["pattern"],
                 "additionalProperties": False,
             },
         },
