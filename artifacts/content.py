@@ -59,6 +59,12 @@ class Content:
         self._few: list[SegmentRef] | None = None
         self._looked = False
 
+    def know_segments(self, segments: list[SegmentRef]) -> None:
+        """Segments fetched for many artifacts in one query (a search across
+        outputs): when they are few, no query of its own is needed."""
+        if len(segments) <= _FEW:
+            self._few, self._looked = segments, True
+
     def _all_if_few(self) -> list[SegmentRef] | None:
         """Every segment, when there are few (read once): a tail or a line window
         of a small artifact asks for its segments four or five times, and each
@@ -233,3 +239,21 @@ def _ref(row: Segment) -> SegmentRef:
     return SegmentRef(
         row.seq, row.blob_key, row.offset, row.size, row.line_offset, row.newlines, where
     )
+
+
+def segments_of(db: Database, artifacts: dict[str, int]) -> dict[str, list[SegmentRef]]:
+    """Every segment of each artifact (id -> stored size), in one query, for
+    those that have few; an artifact with many is left out (it reads its own)."""
+    if not artifacts:
+        return {}
+    found: dict[str, list[SegmentRef]] = {}
+    with db.read() as s:
+        rows = s.execute(
+            select(Segment)
+            .where(Segment.artifact_id.in_(list(artifacts)))
+            .order_by(Segment.artifact_id, Segment.offset)
+        ).scalars()
+        for row in rows:
+            if row.offset < artifacts[row.artifact_id]:
+                found.setdefault(row.artifact_id, []).append(_ref(row))
+    return {k: v for k, v in found.items() if len(v) <= _FEW}

@@ -66,6 +66,9 @@ def _wanted(info: ArtifactInfo, q: SearchQuery) -> bool:
 
 
 def search(store: ArtifactStore, principal: Principal, q: SearchQuery) -> SearchResult:
+    from overspill.artifacts.grep import compile_pattern  # a bad pattern fails at once
+
+    compile_pattern(q.pattern, ignore_case=q.ignore_case, fixed=q.fixed)
     page, resume_id, offset = _read_cursor(q.cursor) if q.cursor else (None, None, 0)
     listing = ListQuery(
         owner=principal.name,
@@ -86,9 +89,9 @@ def search(store: ArtifactStore, principal: Principal, q: SearchQuery) -> Search
             at = next((i for i, info in enumerate(items) if info.id == resume_id), None)
             items = items[at:] if at is not None else items
             resume_id = None
+        items = [info for info in items if _wanted(info, q)]
+        contents = store.reader.listed_contents(items)
         for info in items:
-            if not _wanted(info, q):
-                continue
             if matches >= q.max_matches or scanned >= q.max_scan_bytes:
                 stopped = "max_matches" if matches >= q.max_matches else "max_scan_bytes"
                 return _result(
@@ -102,8 +105,8 @@ def search(store: ArtifactStore, principal: Principal, q: SearchQuery) -> Search
                 offset=offset,
             )
             try:
-                res = store.grep(
-                    principal, info.id, grep, scan_bytes=max(1, q.max_scan_bytes - scanned)
+                res = store.reader.grep_content(
+                    info, contents[info.id], grep, scan_bytes=max(1, q.max_scan_bytes - scanned)
                 )
             except (Gone, NotFound):  # expired or deleted since it was listed
                 offset = 0

@@ -1,0 +1,130 @@
+"""Search across outputs against GNU grep over the same bytes as files.
+
+N outputs of log lines in one home (10,000 outputs, 2 GiB in all; ``--quick``:
+1,000 and 64 MiB), the same bytes written as N files; then, interleaved,
+medians of the repetitions:
+
+* ``search``: a walk of ``store.search`` cursors to the end (the store in this
+  process: what ``artifact_search`` and ``/v1/search`` do, without HTTP), for a
+  pattern that matches a line in one output of a hundred;
+* ``grep``: GNU ``grep -rn PATTERN DIR`` over the files (page cache warm);
+* ``rg``: ripgrep, when installed, for reference.
+
+Also the first call alone (what a model waits for: its default bounds), and
+the time per output searched, to see the fixed cost of the many.
+
+    python bench/search.py [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import median, report
+
+MiB = 1024 * 1024
+PATTERN = "ECONNREFUSED 10\\.0\\.0\\.[0-9]+"
+
+
+def _body(i: int, size: int) -> bytes:
+    line = b"2026-12-05T07:00:00Z INFO worker-%d request handled in 3ms status=200\n" % i
+    data = line * (size // len(line))
+    if i % 100 == 0:
+        mid = len(data) // 2
+        data = data[:mid] + b"ERROR connect ECONNREFUSED 10.0.0.%d:5432\n" % (i % 250) + data[mid:]
+    return data
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="1,000 outputs, 64 MiB")
+    args = ap.parse_args()
+    n, total = (1_000, 64 * MiB) if args.quick else (10_000, 2048 * MiB)
+    reps = 2 if args.quick else 3
+    from overspill.artifacts.config import StoreSettings
+    from overspill.artifacts.queries import SearchQuery
+    from overspill.artifacts.records import Principal
+    from overspill.artifacts.store import ArtifactStore
+
+    figures: dict[str, Any] = {"load_average_before": list(os.getloadavg())}
+    with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
+        root = Path(tmp)
+        files = root / "files"
+        files.mkdir()
+        store = ArtifactStore.open(StoreSettings(home=root / "home"))
+        who = Principal(name="agent:bench", role="agent")
+        t0 = time.perf_counter()
+        for i in range(n):
+            data = _body(i, total // n)
+            with store.open_writer(who, session_id="bench", source={"command": f"job {i}"}) as w:
+                w.write(data)
+            (files / f"out{i:05d}.log").write_bytes(data)
+        figures["outputs"] = n
+        figures["bytes"] = sum(f.stat().st_size for f in files.iterdir())
+        figures["setup_s"] = round(time.perf_counter() - t0, 1)
+
+        def walk() -> tuple[float, int, float]:
+            t = time.perf_counter()
+            cursor, hits, first = None, 0, 0.0
+            while True:
+                res = store.search(who, SearchQuery(pattern=PATTERN, cursor=cursor))
+                if not first:
+                    first = time.perf_counter() - t
+                hits += res.matches
+                cursor = res.next_cursor
+                if cursor is None:
+                    return time.perf_counter() - t, hits, first
+
+        rows: dict[str, list[float]] = {"search": [], "grep": [], "rg": []}
+        firsts: list[float] = []
+        hits = 0
+        rg = shutil.which("rg")
+        for _ in range(reps):
+            s, hits, first = walk()
+            rows["search"].append(s)
+            firsts.append(first)
+            t = time.perf_counter()
+            subprocess.run(["grep", "-rnE", PATTERN, str(files)], capture_output=True, check=True)
+            rows["grep"].append(time.perf_counter() - t)
+            if rg:
+                t = time.perf_counter()
+                subprocess.run([rg, "-n", PATTERN, str(files)], capture_output=True, check=True)
+                rows["rg"].append(time.perf_counter() - t)
+        store.close()
+    figures["hits"] = hits
+    for name, runs in rows.items():
+        if runs:
+            figures[f"{name}_s"] = round(median(runs), 3)
+            figures[f"{name}_runs_s"] = [round(r, 3) for r in runs]
+    figures["first_call_ms"] = round(median(firsts) * 1000, 1)
+    figures["search_ms_per_output"] = round(figures["search_s"] * 1000 / n, 3)
+    ratio = figures["grep_s"] / figures["search_s"]
+    figures["search_vs_grep"] = round(ratio, 3)
+    figures["load_average_after"] = list(os.getloadavg())
+    targets = {
+        "hits": {
+            "want": f"{n // 100} (one per hundred outputs)",
+            "got": hits,
+            "met": hits == n // 100,
+        },
+        "search_vs_grep": {
+            "want": ">= 0.5 of GNU grep -rn over the same bytes as files",
+            "got": figures["search_vs_grep"],
+            "met": ratio >= 0.5,
+        },
+    }
+    report("search", figures, targets)
+
+
+if __name__ == "__main__":
+    main()
