@@ -198,11 +198,15 @@ def _mcp(app: FastAPI) -> Any:
     """The MCP endpoint: the artifact tools (no bash) for each token's principal."""
     from overspill.api.backend import LocalBackend
     from overspill.api.mcp_server import McpHttp
-    from overspill.api.result_saver import ResultSaver
+    from overspill.api.result_saver import ResultSaver, tool_budgets, tool_names
     from overspill.api.tools import ArtifactTools
+
+    shell = app.state.settings.shell  # read once, here, not per call
+    budgets, never = tool_budgets(shell.result_budgets), tool_names(shell.never_persist)
 
     def tools_for(principal: Principal) -> ArtifactTools:
         backend = LocalBackend(app.state.store, principal)
-        return ArtifactTools(backend, saver=ResultSaver(backend))
+        saver = ResultSaver(backend, budgets=budgets, never_persist=never)
+        return ArtifactTools(backend, saver=saver)
 
     return McpHttp(tools_for, lambda secret: app.state.store.tokens.authenticate(secret))

@@ -23,8 +23,33 @@ from overspill.api.saved import (
     notice_for,
     suggested_name,
 )
-from overspill.artifacts.errors import InvalidArgument, OverspillError
+from overspill.artifacts.errors import ConfigurationError, InvalidArgument, OverspillError
 from overspill.shell.redact import StreamRedactor, ruleset_for
+
+
+def tool_budgets(text: str) -> dict[str, int]:
+    """``OVERSPILL_RESULT_BUDGETS`` read once: tool name -> preview budget."""
+    from overspill.artifacts.units import parse_size
+
+    budgets: dict[str, int] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        tool, sep, size = item.partition("=")
+        try:
+            if not sep or not tool.strip():
+                raise ValueError("write TOOL=BYTES")
+            budget = parse_size(size.strip())
+            check_budget(budget)
+        except (ValueError, InvalidArgument) as exc:
+            raise ConfigurationError(
+                f"invalid setting OVERSPILL_RESULT_BUDGETS: {item!r}: {exc}"
+            ) from None
+        budgets[tool.strip()] = budget
+    return budgets
+
+
+def tool_names(text: str) -> frozenset[str]:
+    """``OVERSPILL_NEVER_PERSIST`` read once: the tools whose results stay unsaved."""
+    return frozenset(name.strip() for name in text.split(",") if name.strip())
 
 
 class ResultSaver:
@@ -45,8 +70,12 @@ class ResultSaver:
         legacy_root: str | None = None,
         legacy_cap: int = 64 * 1024 * 1024,
         sweep_days: float = 30,
+        budgets: dict[str, int] | None = None,
+        never_persist: frozenset[str] = frozenset(),
     ) -> None:
         self._backend = backend
+        self._budgets = budgets or {}
+        self._never = never_persist
         self._session_id = session_id
         self._legacy = legacy
         self._cap = legacy_cap
@@ -65,9 +94,16 @@ class ResultSaver:
         name: str | None = None,
         media_type: str = "text/plain; charset=utf-8",
         source: dict[str, Any] | None = None,
-        budget: int = DEFAULT_BUDGET,
+        budget: int | None = None,
         session_id: str | None = None,
     ) -> SavedResult:
+        """``budget`` unset: the tool's own (``OVERSPILL_RESULT_BUDGETS``) or 50,000.
+        A tool in ``OVERSPILL_NEVER_PERSIST`` is never written anywhere: the answer
+        says so and the caller keeps its original result."""
+        if tool in self._never:
+            return not_stored(0, f"results of {tool} are never persisted (OVERSPILL_NEVER_PERSIST)")
+        if budget is None:
+            budget = self._budgets.get(tool, DEFAULT_BUDGET)
         check_budget(budget)
         session = session_id or self._session_id
         request = SaveRequest.checked(

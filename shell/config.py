@@ -40,5 +40,9 @@ class ShellSettings(SettingsBase):
     # Patterns of one's own, one regular expression per line; the match (or its
     # first group) is masked.
     redact_patterns: str = ""
+    # Per-tool inline budgets of saved results (``web_fetch=20000,read_file=80KB``)
+    # and tools whose results are never written anywhere (``vault_read,env_dump``).
+    result_budgets: str = ""
+    never_persist: str = ""
     # A shown line longer than this is clipped, with the call that reads the rest.
     shown_line_bytes: int = setting(2_000, gt=0, unit="size")

@@ -313,3 +313,43 @@ def test_an_unreachable_server_stores_nothing_and_says_why(
     assert saved.id is None and saved.preview == ""
     assert saved.error and "127.0.0.1" in saved.error
     assert not any(p.is_file() for p in (tmp_path / "r").rglob("*"))
+
+
+def test_a_tools_own_budget_applies_and_a_bad_one_is_refused_at_load(
+    store: ArtifactStore,
+) -> None:
+    from overspill.api.result_saver import tool_budgets
+    from overspill.artifacts.errors import ConfigurationError
+
+    budgets = tool_budgets("web_fetch=4KB, read_file=80000")
+    assert budgets == {"web_fetch": 4000, "read_file": 80000}
+    saver = ResultSaver(LocalBackend(store, ALICE), budgets=budgets)
+    small = saver.save(b"x\n" * 40_000, tool="web_fetch")
+    other = saver.save(b"x\n" * 40_000, tool="shell")
+    assert len(small.preview.encode()) <= 4000 < len(other.preview.encode()) <= 50_000
+    for bad in ("web_fetch", "=100", "web_fetch=10", "web_fetch=lots"):
+        with pytest.raises(ConfigurationError, match="OVERSPILL_RESULT_BUDGETS"):
+            tool_budgets(bad)
+
+
+def test_a_never_persisted_tool_is_written_nowhere_and_says_so(
+    store: ArtifactStore, tmp_path: Path
+) -> None:
+    from overspill.api.result_saver import tool_names
+    from overspill.artifacts.queries import ListQuery
+
+    root = tmp_path / "r"
+    saver = ResultSaver(
+        LocalBackend(store, ALICE),
+        legacy=True,
+        legacy_root=str(root),
+        never_persist=tool_names("vault_read, env_dump"),
+    )
+    saved = saver.save(b"secret\n" * 10_000, tool="vault_read")
+    assert saved.id is None and saved.preview == ""
+    assert saved.error == (
+        "the result could not be stored: results of vault_read are never persisted "
+        "(OVERSPILL_NEVER_PERSIST)"
+    )
+    assert store.list(ALICE, ListQuery()).items == []
+    assert not any(p.is_file() for p in root.rglob("*"))

@@ -87,7 +87,7 @@ def cmd_mcp(ctx: CliContext, args: argparse.Namespace) -> int:
     from overspill.api.bash_tools import BashTools
     from overspill.api.cli.run import sink
     from overspill.api.mcp_server import serve_stdio
-    from overspill.api.result_saver import ResultSaver
+    from overspill.api.result_saver import ResultSaver, tool_budgets, tool_names
     from overspill.api.tools import ArtifactTools
     from overspill.shell import Executor
 
@@ -116,6 +116,8 @@ def cmd_mcp(ctx: CliContext, args: argparse.Namespace) -> int:
         legacy_root=shell.result_spill_dir,
         legacy_cap=shell.max_spill_bytes,
         sweep_days=shell.spill_sweep_days,
+        budgets=tool_budgets(shell.result_budgets),
+        never_persist=tool_names(shell.never_persist),
     )
     tools = ArtifactTools(backend, session_id=client.session_id, saver=saver)
     print("overspill: serving MCP on stdio", file=sys.stderr) if sys.stderr.isatty() else None

@@ -476,7 +476,7 @@ class ArtifactTools:
             tool=a.get("tool", "artifact_save"),
             name=a.get("name"),
             media_type=a.get("media_type", "text/plain; charset=utf-8"),
-            budget=a.get("budget", 50_000),
+            budget=a.get("budget"),  # unset: the tool's own, from the settings
         )
         if saved.id is None:
             return ToolResult(tool_error(saved.error or "storage failed"), True)
