@@ -212,7 +212,9 @@ def test_an_unknown_address_shows_the_ui_saying_there_is_no_such_page(
     page.wait_for_selector("h1:has-text('No such page')")
     assert "/no/such/%3Cpage%3E" in page.inner_text("main code")
     page.click("main a[href='/']")
-    page.wait_for_selector("table.artifacts, main p")
+    # The list page: its table, or the sentence saying it has nothing yet.
+    page.wait_for_selector("h1:has-text('Large outputs')")
+    page.wait_for_selector("table.artifacts, main p.empty")
 
 
 # -- the list -----------------------------------------------------------------------------
