@@ -163,7 +163,7 @@ class ResultSaver:
             info = self._backend.get(saved.id)
         except OverspillError:
             return saved  # stored; only the notice naming the legacy file is lost
-        text, omitted = buf.preview(notice_for(info, path, LEGACY_HINT), budget)
+        text, omitted = buf.preview(notice_for(info, path, LEGACY_HINT), budget, info.id)
         return saved.model_copy(
             update={"preview": text, "omitted_bytes": omitted, "legacy_path": path}
         )

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from overspill.artifacts.errors import InvalidArgument, OverspillError
 from overspill.artifacts.records import ArtifactInfo
 from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
+from overspill.shell.failures import FailureScan, default_matcher, quote_omitted
 from overspill.shell.redact import StreamRedactor, ruleset_for
 from overspill.shell.wording import call
 
@@ -93,19 +94,27 @@ class SavedResult(BaseModel):
 
 
 class PreviewBuffer:
-    """The first and last ``budget/2`` bytes of a stream, bounded whatever its size."""
+    """The first and last ``budget/2`` bytes of a stream, bounded whatever its size,
+    and (``quote_failures``) its failure-like lines, for the preview to quote those
+    of the omitted middle."""
 
-    def __init__(self, budget: int) -> None:
+    def __init__(self, budget: int, *, quote_failures: bool = True) -> None:
         half = max(1, (budget - _NOTICE_ROOM) // 2)
         self._head_cap = half
         self._tail_cap = half
         self.head = bytearray()
         self._tail = bytearray()
         self.total = 0
+        matcher = default_matcher() if quote_failures else None
+        # Hits in the shown head need no quote: only those past where it may be cut.
+        keep_from = half - half // _NEAR_LINE - 1
+        self._scan = FailureScan(matcher, keep_from=keep_from) if matcher is not None else None
 
     def feed(self, chunk: bytes | bytearray | memoryview) -> None:
         view = memoryview(chunk)
         self.total += len(view)
+        if self._scan is not None:
+            self._scan.feed(view)
         room = self._head_cap - len(self.head)
         if room > 0:
             self.head += view[:room]
@@ -119,21 +128,33 @@ class PreviewBuffer:
     def tail(self) -> bytes:
         return bytes(self._tail[-self._tail_cap :])
 
-    def preview(self, notice: Callable[[int, int], str], budget: int) -> tuple[str, int]:
-        """The head, the notice (given the omitted byte count) and the tail, within
-        ``budget`` bytes; the whole content when it fits. Returns (text, omitted)."""
+    def preview(
+        self, notice: Callable[[int, int], str], budget: int, artifact_id: str | None = None
+    ) -> tuple[str, int]:
+        """The head, the notice (given the omitted byte count), the failure-like
+        lines of the omitted part quoted (given the artifact that holds them all)
+        and the tail, within ``budget`` bytes; the whole content when it fits.
+        Returns (text, omitted)."""
         if self.total <= budget and self.total == len(self.head) + len(self._tail):
             whole = bytes(self.head) + bytes(self._tail)
             return whole.decode("utf-8", errors="replace"), 0
+        if self._scan is not None:
+            self._scan.finish()
         head = _cut_head(bytes(self.head))
-        tail = _cut_tail(self.tail)
+        tail, tail_at_line = _cut_tail(self.tail)
         for _ in range(4):
             omitted = self.total - len(head) - len(tail)
+            quotes = ""
+            if self._scan is not None and artifact_id is not None:
+                quotes = quote_omitted(
+                    self._scan, head, tail, tail_at_line, self.total, artifact_id, budget
+                )
             text = (
                 head.decode("utf-8", errors="replace")
                 + ("" if not head or head.endswith(b"\n") else "\n")
                 + notice(omitted, len(head))
                 + "\n"
+                + quotes
                 + tail.decode("utf-8", errors="replace")
             )
             excess = len(text.encode()) - budget
@@ -143,7 +164,7 @@ class PreviewBuffer:
             cut = excess // 2 + 4
             head = head[: utf8_safe_end(head[: max(0, len(head) - cut)])]
             tail = tail[min(len(tail), cut) :]
-            tail = tail[utf8_skip_partial(tail) :]
+            tail, tail_at_line = tail[utf8_skip_partial(tail) :], False
         return notice(self.total, 0), self.total
 
 
@@ -154,11 +175,12 @@ def _cut_head(data: bytes) -> bytes:
     return data[: utf8_safe_end(data)]
 
 
-def _cut_tail(data: bytes) -> bytes:
+def _cut_tail(data: bytes) -> tuple[bytes, bool]:
+    """The tail from a line start near its beginning (True), else from a character."""
     nl = data.find(b"\n", 0, len(data) // _NEAR_LINE)
     if 0 <= nl < len(data) - 1:
-        return data[nl + 1 :]
-    return data[utf8_skip_partial(data) :]
+        return data[nl + 1 :], True
+    return data[utf8_skip_partial(data) :], False
 
 
 def retrieval_hint(artifact_id: str, offset: int = 0) -> str:
@@ -283,7 +305,7 @@ class ResultSave:
                     self._error = exc.message
         if info is None or self._error is not None:
             return not_stored(self._buf.total, self._error or "storage failed")
-        text, omitted = self._buf.preview(notice_for(info), self._budget)
+        text, omitted = self._buf.preview(notice_for(info), self._budget, info.id)
         return SavedResult(
             id=info.id,
             bytes=info.size_bytes,

@@ -16,6 +16,7 @@ from typing import Any, Literal, NamedTuple
 
 from overspill.artifacts.newlines import count_newlines
 from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
+from overspill.shell.failures import FailureMatcher, FailureScan, quote_budget, with_quotes
 from overspill.shell.redact.stream import Manifest, StreamRedactor
 from overspill.shell.results import ArtifactRef, CollectedOutput
 from overspill.shell.sink import SinkStream, failure_reason
@@ -47,6 +48,7 @@ class OutputCollector:
         prepare: Callable[[], None] | None = None,
         redactor: StreamRedactor | None = None,
         unredacted: bool = False,
+        failures: FailureMatcher | None = None,
     ) -> None:
         self.stream = stream
         # Every byte passes the redactor before it is kept or shown: the tail, the
@@ -71,6 +73,10 @@ class OutputCollector:
         self._overflowed = False
         self.storage_error: str | None = None
         self._result: CollectedOutput | None = None
+        # Once the stream overflows, its failure-like lines are counted for the
+        # view to quote those of the part not shown (tail mode: a head is shown).
+        self._failures = failures if mode == "tail" else None
+        self._scan: FailureScan | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -135,6 +141,9 @@ class OutputCollector:
         """First overflow: open the copies and give them the stream so far."""
         self._overflowed = True
         retained = bytes(self._head + self._tail)  # == the whole stream up to now
+        if self._failures is not None:
+            self._scan = FailureScan(self._failures)
+            self._scan.feed(retained)
         if self._make_spill is not None:
             self._spill = self._make_spill()
             self._spill.write(retained)
@@ -147,6 +156,8 @@ class OutputCollector:
                 self._storage_failed(exc)
 
     def _copy(self, chunk: bytes | memoryview, newlines: int) -> None:
+        if self._scan is not None:
+            self._scan.feed(chunk, newlines)
         if self._spill is not None:
             self._spill.write(chunk)
         if self._sink is not None and self.storage_error is None:
@@ -205,21 +216,31 @@ class OutputCollector:
                 self._total,
                 self._newlines,
             )
-        return stream_view(
-            head,
-            tail,
-            total,
-            newlines,
-            truncated=total > self._window,
-            artifact_id=artifact_id,
-            line_cap=line_cap,
-        )
+        truncated = total > self._window
+
+        def view_of(shown: bytes) -> StreamView:
+            return stream_view(
+                head,
+                shown,
+                total,
+                newlines,
+                truncated=truncated,
+                artifact_id=artifact_id,
+                line_cap=line_cap,
+            )
+
+        scan = self._scan
+        if scan is None or artifact_id is None or not truncated:
+            return view_of(tail)
+        return with_quotes(view_of, tail, total, scan, artifact_id, quote_budget(self._window))
 
     def finish(self, source_update: dict[str, Any]) -> CollectedOutput:
         """Close the copies and describe the stream. Idempotent."""
         if self._result is not None:
             return self._result
         self._flush_redactor()
+        if self._scan is not None:
+            self._scan.finish()
         manifest = self.redactions
         if manifest is not None and manifest.total:
             source_update = {**source_update, "redactions": manifest.as_json()}

@@ -12,6 +12,15 @@ from overspill.artifacts.settings_base import SettingsBase, setting
 
 MiB = 1024 * 1024
 
+# Failure-like lines (RE2, one per line): word starts keep ``-Werror`` and
+# ``stderr`` out; the second finds ``TypeError`` and ``NullPointerException``.
+DEFAULT_FAILURE_PATTERNS = "\n".join(
+    [
+        r"(?i)\b(?:errors?|fatal|panic(?:ked)?|traceback|exception|fail(?:s|ed|ures?)?)\b",
+        r"[a-z](?:Error|Exception)\b",
+    ]
+)
+
 
 class ShellSettings(SettingsBase):
     timeout_ms: float = setting(120_000, gt=0)
@@ -44,5 +53,8 @@ class ShellSettings(SettingsBase):
     # and tools whose results are never written anywhere (``vault_read,env_dump``).
     result_budgets: str = ""
     never_persist: str = ""
+    # A truncated stream's view quotes the lines of its part not shown that match
+    # one of these (one RE2 pattern per line; empty: off), with the grep listing all.
+    failure_patterns: str = DEFAULT_FAILURE_PATTERNS
     # A shown line longer than this is clipped, with the call that reads the rest.
     shown_line_bytes: int = setting(2_000, gt=0, unit="size")

@@ -18,6 +18,7 @@ from overspill.artifacts.utf8 import utf8_skip_partial
 from overspill.shell.capture import OutputCollector
 from overspill.shell.config import ShellSettings
 from overspill.shell.environment import child_environment, known_secrets
+from overspill.shell.failures import failure_matcher
 from overspill.shell.process import ProcessTree, Pump, signal_name, spawn
 from overspill.shell.redact import RuleSet, StreamRedactor, redact_once, ruleset_for
 from overspill.shell.render import (
@@ -85,6 +86,7 @@ class Executor:
             if settings.redact
             else None
         )
+        self._failures = failure_matcher(settings.failure_patterns)
 
     def rules_for(self, env: Mapping[str, str]) -> RuleSet | None:
         """The rules of one run: the executor's, and the values of the credentials
@@ -149,6 +151,7 @@ class Executor:
             prepare=prepare,
             redactor=StreamRedactor(rules) if rules is not None else None,
             unredacted=rules is None,
+            failures=self._failures,
         )
 
 

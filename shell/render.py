@@ -64,6 +64,10 @@ def truncation_line(out: CollectedOutput, view: StreamView | None, mode: RenderM
         )
     if not_shown:
         parts.append("not shown: " + " and ".join(not_shown))
+    if view.quoted:
+        numbers = ", ".join(map(str, view.quoted))
+        word = "line" if len(view.quoted) == 1 else "lines"
+        parts.append(f"quoted before them: failure-like {word} {numbers} of the part not shown")
     if view.escapes_removed:
         parts.append("terminal escape sequences removed")
     if out.redacted:

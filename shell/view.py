@@ -44,6 +44,8 @@ class StreamView(NamedTuple):
     # (line, start, end) of the bytes left out of each clipped line (inside the
     # shown range, so not shown although between ``start`` and ``end``).
     clipped: tuple[tuple[int, int, int], ...] = ()
+    # Numbers of the failure-like lines of the part not shown quoted before the tail.
+    quoted: tuple[int, ...] = ()
 
     @property
     def shown_bytes(self) -> int:
@@ -70,7 +72,7 @@ def _looks_binary(data: bytes) -> bool:
     return odd > len(sample) // 10
 
 
-def _clean_line(raw: bytes) -> tuple[str, bool]:
+def clean_line(raw: bytes) -> tuple[str, bool]:
     """One line (without its newline) as shown; True if escapes were removed."""
     text = raw.decode("utf-8", errors="replace")
     if text.endswith("\r"):
@@ -142,8 +144,8 @@ def render_each_line(
             head = utf8_safe_end(raw[: line_cap // 2]) or line_cap // 2
             back = len(raw) - (line_cap - head)
             tail = back + utf8_skip_partial(raw[back:])
-            first, r1 = _clean_line(raw[:head])
-            last, r2 = _clean_line(raw[tail:])
+            first, r1 = clean_line(raw[:head])
+            last, r2 = clean_line(raw[tail:])
             gap_start, gap_end = base + pos + head, base + pos + tail
             read = call(
                 "artifact_read",
@@ -158,7 +160,7 @@ def render_each_line(
             clipped.append((number, gap_start, gap_end))
             r = r1 or r2
         else:
-            text, r = _clean_line(raw)
+            text, r = clean_line(raw)
         removed = removed or r
         out.append(text + ("\n" if nl >= 0 else ""))
         pos = end + 1 if nl >= 0 else end
