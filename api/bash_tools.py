@@ -13,59 +13,20 @@ from typing import Any
 
 from overspill.api.tools import ToolResult
 from overspill.api.tools.arguments import ToolArgumentError, check_arguments
+from overspill.api.tools.schemas import BASH_DEFINITIONS
 from overspill.shell import ExecRequest, ExecResult, Executor, InvalidRequest, SpawnError
 from overspill.shell.executor import BackgroundJob
 from overspill.shell.render import status_markers
 from overspill.shell.wording import call, tool_error
 
-BASH_DEFINITIONS: list[dict[str, Any]] = [
-    {
-        "name": "bash",
-        "description": (
-            "Run a command with bash -c. The answer is its output as you should see it: "
-            "when a stream is longer than the inline limit you get its last part, and the "
-            "whole stream is stored as an artifact whose id and read calls the answer gives. "
-            "With background=true it starts the command and returns a job id at once."
-        ),
-        "input_schema": {
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "minLength": 1, "maxLength": 100_000},
-                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": 600_000},
-                "workdir": {"type": "string", "maxLength": 4096},
-                "background": {"type": "boolean"},
-                "description": {"type": "string", "maxLength": 500},
-            },
-            "required": ["command"],
-            "additionalProperties": False,
-        },
-    },
-    {
-        "name": "bash_output",
-        "description": "What a background job printed since the last read (reads consume).",
-        "input_schema": {
-            "type": "object",
-            "properties": {"job_id": {"type": "string", "maxLength": 100}},
-            "required": ["job_id"],
-            "additionalProperties": False,
-        },
-    },
-    {
-        "name": "bash_kill",
-        "description": "Stop a background job and its whole process tree.",
-        "input_schema": {
-            "type": "object",
-            "properties": {"job_id": {"type": "string", "maxLength": 100}},
-            "required": ["job_id"],
-            "additionalProperties": False,
-        },
-    },
-]
-
 
 class BashTools:
-    def __init__(self, executor: Executor) -> None:
+    """``stdout_window``: the tail a foreground ``bash`` keeps of stdout, when the
+    client's answer budget needs less than the executor's configured window."""
+
+    def __init__(self, executor: Executor, *, stdout_window: int | None = None) -> None:
         self._executor = executor
+        self._stdout_window = stdout_window
         self._jobs: dict[str, BackgroundJob] = {}
         self._numbers = itertools.count(1)
         self._lock = threading.Lock()
@@ -84,7 +45,10 @@ class BashTools:
 
     def _bash(self, a: dict[str, Any], abort: threading.Event | None) -> ToolResult:
         request = ExecRequest(
-            command=a["command"], timeout_ms=a.get("timeout_ms"), workdir=a.get("workdir")
+            command=a["command"],
+            timeout_ms=a.get("timeout_ms"),
+            workdir=a.get("workdir"),
+            max_output_bytes=self._stdout_window,
         )
         if a.get("background"):
             job = self._executor.start(request)

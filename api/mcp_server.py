@@ -1,24 +1,16 @@
-"""overspill over the Model Context Protocol, on the official ``mcp`` SDK.
+"""``/mcp`` on ``overspill serve``: the artifact tools for remote agents over
+MCP's streamable HTTP, on the official ``mcp`` SDK.
 
-One server definition, two transports:
-
-- ``overspill mcp`` (stdio) for a local agent: the artifact tools, ``artifact_save``
-  and ``bash`` / ``bash_output`` / ``bash_kill``, as the configured owner and
-  session (or everything through a server when ``OVERSPILL_URL`` is set);
-- ``/mcp`` on ``overspill serve`` (streamable HTTP) for remote agents: the same
-  artifact tools, each caller authenticated by the service's bearer tokens and
-  seeing only its own artifacts. There is no ``bash`` there: the server never
-  runs commands for a remote caller.
-
-Every result carries a plain text block with the id, the window shown, the total
-and the exact follow-up call (clients that ignore structured content or resource
-links still get everything); ``structuredContent`` has the same facts as data.
-Handlers are synchronous store calls, so each runs on a worker thread.
+Each caller is authenticated by the service's bearer tokens and sees only its
+own artifacts. There is no ``bash`` here: the server never runs commands for a
+remote caller. The tool table, the template and the shape of a result are the
+stdio server's (``api.mcp_table``): one text block per result, no structured
+copy. Handlers are synchronous store calls, so each runs on a worker thread.
+(``overspill mcp``, the stdio transport for a local agent, is ``api.mcp_stdio``.)
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -26,122 +18,69 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 
-from overspill.api.tools import MAX_CHARS, ArtifactTools, ToolResult
-from overspill.api.tools.arguments import ToolArgumentError, parse_id
+from overspill.api.harnesses import budget_for
+from overspill.api.mcp_table import INSTRUCTIONS, RESOURCE_TEMPLATE, tool_list, tool_result
+from overspill.api.tools import ArtifactTools, ToolResult
+from overspill.api.version import VERSION
 from overspill.shell.wording import tool_error
 
-# Clients that spill large tool results to files of their own read this hint; an
-# answer here is already bounded and says how to continue, so it must reach the
-# model whole.
-MAX_RESULT_META = {"anthropic/maxResultSizeChars": MAX_CHARS * 2}
 PRINCIPAL_KEY = "overspill_principal"
 
 ToolsFor = Callable[[Any], ArtifactTools]
 """Given the request context, the tools acting for its caller."""
 
 
-def build_server(
-    tools_for: ToolsFor,
-    *,
-    bash: Any = None,
-    name: str = "overspill",
-    version: str = "0.1.0",
-) -> Server[Any]:
-    """The MCP server; ``bash`` (a ``BashTools``) adds the command tools."""
-
-    def definitions(ctx: Any) -> list[dict[str, Any]]:
-        from overspill.api.bash_tools import BASH_DEFINITIONS
-
-        return (BASH_DEFINITIONS if bash is not None else []) + tools_for(ctx).definitions()
+def build_server(tools_for: ToolsFor) -> Server[Any]:
+    """The MCP server of the HTTP mount (the artifact tools, no ``bash``)."""
+    budget = budget_for(None)
+    listed = [types.Tool.model_validate(t) for t in tool_list(budget, bash=False)]
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        tools = await anyio.to_thread.run_sync(definitions, ctx)
-        return types.ListToolsResult(
-            tools=[
-                types.Tool.model_validate(
-                    {
-                        "name": d["name"],
-                        "description": d["description"],
-                        "inputSchema": d["input_schema"],
-                        "_meta": MAX_RESULT_META,
-                    }
-                )
-                for d in tools
-            ]
-        )
+        return types.ListToolsResult(tools=listed)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         tool, args = params.name, params.arguments or {}
-        if bash is not None and tool in ("bash", "bash_output", "bash_kill"):
-            result = await _run_bash(bash, tool, args)
+        try:
+            tools = tools_for(ctx)
+        except PermissionError as exc:
+            result = ToolResult(tool_error(str(exc)), True)
         else:
-            try:
-                tools = tools_for(ctx)
-            except PermissionError as exc:
-                result = ToolResult(tool_error(str(exc)), True)
-            else:
-                result = await anyio.to_thread.run_sync(tools.handle, tool, args)
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=result.text)],
-            structured_content=result.data or None,
-            is_error=result.is_error,
-        )
+            result = await anyio.to_thread.run_sync(tools.handle, tool, args)
+        return types.CallToolResult.model_validate(tool_result(result.text, result.is_error))
 
     async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
         return types.ListResourceTemplatesResult(
-            resource_templates=[
-                types.ResourceTemplate(
-                    uri_template="artifact://{id}",
-                    name="artifact",
-                    description="The start of a stored output (a bounded window; the text "
-                    "ends with the artifact_read call that continues it).",
-                    mime_type="text/plain",
-                )
-            ]
+            resource_templates=[types.ResourceTemplate.model_validate(RESOURCE_TEMPLATE)]
         )
 
     async def read_resource(
         ctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
+        from overspill.api.tools.arguments import ToolArgumentError
+        from overspill.api.tools.resources import read_arguments
+
         uri = str(params.uri)
         try:
-            art = parse_id(uri)
+            arguments = read_arguments(uri)
         except ToolArgumentError as exc:
             text = tool_error(str(exc))
         else:
             tools = tools_for(ctx)
-            text = (await anyio.to_thread.run_sync(tools.handle, "artifact_read", {"id": art})).text
+            answer = await anyio.to_thread.run_sync(tools.handle, "artifact_read", arguments)
+            text = answer.text
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=uri, text=text, mime_type="text/plain")]
         )
 
     return Server(
-        name,
-        version=version,
-        instructions=(
-            "Stored outputs are artifacts (ids art_…). Read them with artifact_read, search "
-            "them with artifact_grep, search all of them with artifact_search, find them again "
-            "with artifact_list. Every answer ends "
-            "with the exact call that continues it."
-        ),
+        "overspill",
+        version=VERSION,
+        instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
     )
-
-
-async def _run_bash(bash: Any, tool: str, args: dict[str, Any]) -> ToolResult:
-    """Run a bash tool on a thread; a cancelled request aborts the command."""
-    abort = threading.Event()
-    try:
-        result: ToolResult = await anyio.to_thread.run_sync(
-            lambda: bash.handle(tool, args, abort=abort), abandon_on_cancel=True
-        )
-        return result
-    except anyio.get_cancelled_exc_class():
-        abort.set()
-        raise
 
 
 def principal_of(ctx: Any) -> Any:
@@ -152,25 +91,6 @@ def principal_of(ctx: Any) -> Any:
     if principal is None:
         raise PermissionError("this request carries no authenticated caller")
     return principal
-
-
-# -- stdio ---------------------------------------------------------------------------
-
-
-def serve_stdio(tools: ArtifactTools, bash: Any) -> None:
-    """Serve one agent over stdin/stdout until it disconnects."""
-    from mcp.server.stdio import stdio_server
-
-    server = build_server(lambda ctx: tools, bash=bash)
-
-    async def main() -> None:
-        async with stdio_server() as (read, write):
-            await server.run(read, write, server.create_initialization_options())
-
-    try:
-        anyio.run(main)
-    finally:
-        bash.close()
 
 
 # -- streamable HTTP, inside the FastAPI app ------------------------------------------

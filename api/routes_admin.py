@@ -12,6 +12,7 @@ from overspill.api.cleanup import run_cleanup
 from overspill.api.deps import AdminDep, StoreDep
 from overspill.api.errors import RESPONSES, ErrorBody
 from overspill.artifacts.audit import AuditEntry
+from overspill.artifacts.bounds import MAX_OFFSET
 from overspill.artifacts.errors import InvalidArgument
 from overspill.artifacts.policies import PolicySpec, PolicyView, Preview
 from overspill.artifacts.records import Role
@@ -187,7 +188,7 @@ def audit_log(
     artifact_id: str | None = Query(None, max_length=40),
     owner: str | None = Query(None, max_length=200),
     action: str | None = Query(None, max_length=50),
-    before_id: int | None = Query(None, ge=0, le=2**62),
+    before_id: int | None = Query(None, ge=0, le=MAX_OFFSET),
     limit: int = Query(100, ge=1, le=1000),
 ) -> list[AuditEntry]:
     """Who did what, newest first; page with `before_id`."""

@@ -17,6 +17,7 @@ from starlette.requests import ClientDisconnect
 
 from overspill.api.deps import PrincipalDep, StoreDep
 from overspill.api.errors import RESPONSES, ErrorBody
+from overspill.artifacts.bounds import MAX_OFFSET
 from overspill.artifacts.errors import InvalidArgument, StorageUnavailable
 from overspill.artifacts.queries import ListQuery
 from overspill.artifacts.records import (
@@ -39,7 +40,7 @@ class CreateArtifact(BaseModel):
     media_type: str = Field("text/plain; charset=utf-8", min_length=1, max_length=200)
     session_id: str | None = Field(None, max_length=200)
     source: dict[str, Any] = Field(default_factory=dict)
-    max_bytes: int | None = Field(None, gt=0, le=2**62)
+    max_bytes: int | None = Field(None, gt=0, le=MAX_OFFSET)
     retention: int | Literal["forever"] | None = Field(
         None, description="Seconds from creation, or 'forever' where an admin allows it"
     )
@@ -49,7 +50,7 @@ class CreateArtifact(BaseModel):
 class Complete(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    total_bytes: int | None = Field(None, ge=0, le=2**62)
+    total_bytes: int | None = Field(None, ge=0, le=MAX_OFFSET)
     source: dict[str, Any] = Field(default_factory=dict, description="Merged into source")
     error: str | None = Field(None, max_length=2000, description="Mark the upload failed")
 
@@ -169,7 +170,7 @@ async def append_content(
     request: Request,
     store: StoreDep,
     who: PrincipalDep,
-    offset: int = Query(..., ge=0, le=2**62, description="Must equal the current size"),
+    offset: int = Query(..., ge=0, le=MAX_OFFSET, description="Must equal the current size"),
 ) -> ArtifactInfo:
     """Append the body at `offset`. An empty body only renews the upload's lease."""
     writer = await _stream_into(request, store, who, artifact_id, offset)

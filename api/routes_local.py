@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from overspill.api.deps import PrincipalDep, StoreDep
 from overspill.api.routes_artifacts import CreateArtifact
 from overspill.artifacts.blobs.base import AppendableBlobStore
+from overspill.artifacts.bounds import MAX_OFFSET
 from overspill.artifacts.inputs import check_source, check_text
 from overspill.artifacts.segments import StagedSegment
 
@@ -51,10 +52,10 @@ class Lease(BaseModel):
 class SegmentIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    offset: int = Field(..., ge=0, le=2**62)
+    offset: int = Field(..., ge=0, le=MAX_OFFSET)
     size: int = Field(..., gt=0, le=2**40)
     key: str = Field(..., min_length=1, max_length=200)
-    newlines: int = Field(..., ge=0, le=2**62)
+    newlines: int = Field(..., ge=0, le=MAX_OFFSET)
     ends_with_newline: bool
 
 
@@ -65,7 +66,7 @@ class Publish(Lease):
 class Finish(Lease):
     segments: list[SegmentIn] = Field(default_factory=list, max_length=1000)
     state: Literal["complete", "capped", "failed", "incomplete"]
-    total_bytes: int = Field(..., ge=0, le=2**62)
+    total_bytes: int = Field(..., ge=0, le=MAX_OFFSET)
     sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$")
     error: str | None = Field(None, max_length=2000)
     source: dict[str, Any] = Field(default_factory=dict)

@@ -50,6 +50,10 @@ class ClientSettings(SettingsBase):
     # In the embedded default every verb talks to a local server on a Unix socket
     # in the home, started on demand; off keeps everything in the verb's process.
     local_server: bool = True
+    # The most bytes one answer of ``overspill mcp`` may hold (a tool's text),
+    # written by ``overspill install`` for a harness whose cut is known; unset:
+    # chosen by the client's name at the handshake (``api.harnesses``).
+    answer_budget: int | None = setting(None, gt=0, unit="size")
 
 
 class ServerSettings(SettingsBase):

@@ -18,6 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from overspill.artifacts import audit
+from overspill.artifacts.bounds import MAX_OFFSET
 from overspill.artifacts.db.models import Artifact, RetentionPolicy
 from overspill.artifacts.errors import InvalidArgument, NotFound
 from overspill.artifacts.records import GONE_STATES, Principal
@@ -49,8 +50,8 @@ class PolicySpec(BaseModel):
     default_retention_s: int | None = Field(default=None, gt=0, le=MAX_RETENTION_S)
     max_retention_s: int | None = Field(default=None, gt=0, le=MAX_RETENTION_S)
     allow_forever: bool = False
-    quota_bytes: int | None = Field(default=None, ge=0, le=2**62)
-    max_artifact_bytes: int | None = Field(default=None, gt=0, le=2**62)
+    quota_bytes: int | None = Field(default=None, ge=0, le=MAX_OFFSET)
+    max_artifact_bytes: int | None = Field(default=None, gt=0, le=MAX_OFFSET)
     over_quota: Literal["reject", "evict"] = "reject"
     # False lets this owner store output unmasked (``OVERSPILL_REDACT=off``);
     # None inherits, and at the top redaction is on.

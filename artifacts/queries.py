@@ -14,8 +14,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from overspill.artifacts import bounds as b
+from overspill.artifacts.bounds import MAX_OFFSET, MAX_PAGE
+
 State = Literal["writing", "complete", "capped", "incomplete", "failed", "expired", "deleted"]
-MAX_PAGE = 500
 
 
 class _Query(BaseModel):
@@ -28,62 +30,92 @@ class _Query(BaseModel):
 
 
 class GrepQuery(_Query):
-    pattern: str = Field(min_length=1, max_length=1000, description="RE2 pattern (linear time)")
+    pattern: str = Field(
+        min_length=1, max_length=b.MAX_PATTERN_CHARS, description="RE2 pattern (linear time)"
+    )
     ignore_case: bool = False
     fixed: bool = Field(default=False, description="The pattern is a literal string")
-    context: int = Field(default=0, ge=0, le=100, description="Lines before and after each match")
-    max_matches: int = Field(default=100, ge=1, le=10_000)
-    offset: int = Field(default=0, ge=0, le=2**62, description="Byte offset to resume a scan at")
+    context: int = Field(
+        default=0, ge=0, le=b.MAX_CONTEXT_LINES, description="Lines before and after each match"
+    )
+    max_matches: int = Field(default=b.DEFAULT_GREP_MATCHES, ge=1, le=b.MAX_GREP_MATCHES)
+    offset: int = Field(
+        default=0, ge=0, le=MAX_OFFSET, description="Byte offset to resume a scan at"
+    )
 
 
 class SearchQuery(_Query):
     """A search across a principal's own outputs, newest first."""
 
-    pattern: str = Field(min_length=1, max_length=1000, description="RE2 pattern (linear time)")
+    pattern: str = Field(
+        min_length=1, max_length=b.MAX_PATTERN_CHARS, description="RE2 pattern (linear time)"
+    )
     ignore_case: bool = False
     fixed: bool = Field(default=False, description="The pattern is a literal string")
     session_id: str | None = Field(
-        default=None, max_length=200, description="Only this session's outputs (default: all)"
+        default=None,
+        max_length=b.MAX_SESSION_CHARS,
+        description="Only this session's outputs (default: all)",
     )
-    tool: str | None = Field(default=None, max_length=100, description="Only outputs of this tool")
-    name: str | None = Field(default=None, max_length=500, description="Name contains this")
+    tool: str | None = Field(
+        default=None, max_length=b.MAX_TOOL_CHARS, description="Only outputs of this tool"
+    )
+    name: str | None = Field(
+        default=None, max_length=b.MAX_NAME_CHARS, description="Name contains this"
+    )
     state: State | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
-    max_matches: int = Field(default=50, ge=1, le=1000, description="Matching lines per call")
-    max_scan_bytes: int = Field(
-        default=64 * 1024 * 1024, ge=1024, le=2**30, description="Bytes searched per call"
+    max_matches: int = Field(
+        default=b.DEFAULT_SEARCH_MATCHES,
+        ge=1,
+        le=b.MAX_SEARCH_MATCHES,
+        description="Matching lines per call",
     )
-    cursor: str | None = Field(default=None, max_length=1000, description="From next_cursor")
+    max_scan_bytes: int = Field(
+        default=b.DEFAULT_SEARCH_SCAN,
+        ge=b.MIN_SEARCH_SCAN,
+        le=b.MAX_SEARCH_SCAN,
+        description="Bytes searched per call",
+    )
+    cursor: str | None = Field(
+        default=None, max_length=b.MAX_CURSOR_CHARS, description="From next_cursor"
+    )
 
 
 class TextQuery(_Query):
-    offset: int = Field(default=0, ge=0, le=2**62, description="Byte offset of the window")
-    limit: int = Field(default=65536, ge=1, le=16 * 1024 * 1024, description="Bytes to read")
+    offset: int = Field(default=0, ge=0, le=MAX_OFFSET, description="Byte offset of the window")
+    limit: int = Field(
+        default=b.DEFAULT_TEXT_LIMIT, ge=1, le=b.MAX_WINDOW_BYTES, description="Bytes to read"
+    )
 
 
 class TailQuery(_Query):
-    lines: int | None = Field(default=None, ge=1, le=100_000, description="The last N lines")
-    bytes: int | None = Field(default=None, ge=1, le=2**62, description="The last N bytes")
-    max_bytes: int | None = Field(default=None, ge=1, le=16 * 1024 * 1024)
+    lines: int | None = Field(
+        default=None, ge=1, le=b.MAX_TAIL_LINES, description="The last N lines"
+    )
+    bytes: int | None = Field(default=None, ge=1, le=MAX_OFFSET, description="The last N bytes")
+    max_bytes: int | None = Field(default=None, ge=1, le=b.MAX_WINDOW_BYTES)
 
 
 class LineQuery(_Query):
-    start: int = Field(default=1, ge=1, le=2**62, description="1-based line number")
-    count: int = Field(default=100, ge=1, le=10_000)
-    max_bytes: int | None = Field(default=None, ge=1, le=16 * 1024 * 1024)
+    start: int = Field(default=1, ge=1, le=MAX_OFFSET, description="1-based line number")
+    count: int = Field(default=b.DEFAULT_LINE_COUNT, ge=1, le=b.MAX_LINE_COUNT)
+    max_bytes: int | None = Field(default=None, ge=1, le=b.MAX_WINDOW_BYTES)
 
 
 class ListQuery(_Query):
-    owner: str | None = Field(default=None, max_length=200, description="Admins: any owner")
-    session_id: str | None = Field(default=None, max_length=200)
-    kind: str | None = Field(default=None, max_length=50)
+    owner: str | None = Field(
+        default=None, max_length=b.MAX_OWNER_CHARS, description="Admins: any owner"
+    )
+    session_id: str | None = Field(default=None, max_length=b.MAX_SESSION_CHARS)
+    kind: str | None = Field(default=None, max_length=b.MAX_KIND_CHARS)
     state: State | None = None
-    min_size: int | None = Field(default=None, ge=0, le=2**62)
+    min_size: int | None = Field(default=None, ge=0, le=MAX_OFFSET)
     created_after: datetime | None = None
     created_before: datetime | None = None
     include_gone: bool = Field(default=False, description="Also list expired and deleted")
     sort: Literal["created", "size"] = "created"
     order: Literal["asc", "desc"] = "desc"
-    limit: int = Field(default=50, ge=1, le=MAX_PAGE)
-    cursor: str | None = Field(default=None, max_length=500)
+    limit: int = Field(default=b.DEFAULT_PAGE, ge=1, le=MAX_PAGE)
+    cursor: str | None = Field(default=None, max_length=b.MAX_LIST_CURSOR_CHARS)

@@ -5,6 +5,7 @@ the service's tokens. Continuations are followed the way a model follows them.""
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -98,7 +99,9 @@ def test_stdio_serves_bash_and_the_artifact_tools_with_a_result_size_hint(
         tools = (await client.list_tools()).tools
         assert [t.name for t in tools] == ["bash", "bash_output", "bash_kill", *READ_TOOLS]
         for t in tools:
-            assert t.meta == {"anthropic/maxResultSizeChars": 128000}
+            # A client that names no known harness gets the executor's own bound:
+            # two full stream tails with their lines.
+            assert t.meta == {"anthropic/maxResultSizeChars": 132_200}
             assert t.input_schema["additionalProperties"] is False
 
     run_stdio(mcp_env, body)
@@ -114,8 +117,10 @@ def test_an_overflowing_bash_run_is_read_back_whole_by_following_its_marker(
         assert text.endswith("30000\n\n" + text.rsplit("\n", 1)[-1])
         marker = text.rsplit("\n", 1)[-1]
         assert marker.startswith("[output truncated; full output: ")
-        art = res.structured_content["stdout"]["artifact_id"]
-        assert res.structured_content["exit_code"] == 0 and art in marker
+        # Text only: a harness that prefers structured content must not get it instead.
+        assert res.structured_content is None
+        (art,) = re.findall(r"; artifact (art_\w+);", marker)
+        assert "[exit code:" not in text
         (name, args), grep_call = find_calls(marker)
         # The window just before the tail shown, then on to the end; and from the start.
         shown_from = len(SEQ) - len(text.rsplit("\n\n", 1)[0]) - 1
@@ -145,7 +150,7 @@ def test_an_overflowing_bash_run_is_read_back_whole_by_following_its_marker(
 def test_a_forgotten_id_is_found_again_with_artifact_list(mcp_env: dict[str, str]) -> None:
     async def body(client: Client) -> None:
         res = await client.call_tool("bash", {"command": "seq 1 30000 >&2"})
-        art = res.structured_content["stderr"]["artifact_id"]
+        (art,) = re.findall(r"; artifact (art_\w+);", text_of(res))
         listing = text_of(await client.call_tool("artifact_list", {}))
         rows = listing.splitlines()
         assert rows[0] == "[1 stored output in session conv-1, newest first]"
@@ -214,20 +219,20 @@ def test_artifact_save_returns_a_preview_and_writes_the_legacy_file(
             "artifact_save", {"content": content, "tool": "web_fetch", "name": "../../page.html"}
         )
         text = text_of(res)
-        data = res.structured_content
-        art, path = data["id"], data["legacy_path"]
-        assert data["bytes"] == len(content) and data["lines"] == 20000
-        assert len(data["preview"].encode()) <= 50_000
-        assert text.startswith(f"[saved as {art}: {len(content)} bytes, 20000 lines; ")
+        assert res.structured_content is None
+        head_line, _, preview = text.partition("\n")
+        (art,) = re.findall(r"^\[saved as (art_\w+): ", head_line)
+        (path,) = re.findall(r"Full formatted result stored at: (\S+)\. ", preview)
+        assert len(preview.encode()) <= 50_000
+        assert head_line.startswith(f"[saved as {art}: {len(content)} bytes, 20000 lines; ")
         assert Path(path).read_text() == content
         assert Path(path).name.endswith("-page.html") and Path(path).parent.name.startswith(
             "session-"
         )
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-        assert f"Full formatted result stored at: {path}. " in data["preview"]
-        (name, args), _ = find_calls(data["preview"])
+        (name, args), _ = find_calls(preview)
         # It reads on where the preview's head ends; from 0 it reads everything.
-        head = data["preview"].split("\n(Omitted ")[0].encode() + b"\n"
+        head = preview.split("\n(Omitted ")[0].encode() + b"\n"
         assert args == {"id": art, "offset": len(head)} and content.encode().startswith(head)
         assert (await follow_reads(client, name, args)) == content.encode()[len(head) :]
         assert (await follow_reads(client, name, {"id": art, "offset": 0})) == content.encode()
@@ -291,3 +296,215 @@ def test_the_cli_lists_mcp_among_its_verbs() -> None:
         [sys.executable, "-m", "overspill.api.cli", "--help"], capture_output=True, text=True
     )
     assert "mcp" in out.stdout
+
+
+# -- the stdio server's own protocol facts (raw JSON-RPC, as a harness speaks it) ---------
+
+
+class RawMcp:
+    """``overspill mcp`` spoken to line by line, the way a harness does."""
+
+    def __init__(self, env: dict[str, str], client: str = "test-client") -> None:
+        import json
+
+        self._json = json
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "overspill.api.cli", "mcp"],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        self._ids = iter(range(1, 10_000))
+        self.init = self.request(
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": client, "version": "1"},
+            },
+        )
+        self.notify("notifications/initialized")
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(self._json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        self.send({"method": method, **({"params": params} if params else {})})
+
+    def start(self, method: str, params: dict[str, Any] | None = None) -> int:
+        ident = next(self._ids)
+        self.send({"id": ident, "method": method, **({"params": params} if params else {})})
+        return ident
+
+    def answer(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line, "the server closed its stdout"
+        message: dict[str, Any] = self._json.loads(line)
+        return message
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        ident = self.start(method, params)
+        message = self.answer()
+        assert message["id"] == ident, message
+        return message
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        return self.proc.wait(timeout=60)
+
+
+@pytest.fixture
+def raw(mcp_env: dict[str, str]) -> Any:
+    servers: list[RawMcp] = []
+
+    def start(client: str = "test-client") -> RawMcp:
+        servers.append(RawMcp(mcp_env, client))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        if server.proc.poll() is None:
+            assert server.close() == 0
+
+
+def _numbers(value: Any) -> list[int]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return [value]
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _numbers(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in _numbers(v)]
+    return []
+
+
+def test_the_handshake_names_the_release_and_offers_tools_and_resources(raw: Any) -> None:
+    from overspill.api.version import VERSION
+
+    server = raw()
+    result = server.init["result"]
+    assert result["serverInfo"] == {"name": "overspill", "title": "overspill", "version": VERSION}
+    assert result["protocolVersion"] == "2025-06-18"
+    assert set(result["capabilities"]) == {"tools", "resources"}
+    templates = server.request("resources/templates/list")["result"]["resourceTemplates"]
+    assert [t["uriTemplate"] for t in templates] == [
+        "artifact://{id}{?offset,length,start_line,line_count,tail}"
+    ]
+    unknown = server.request("prompts/list")
+    assert unknown["error"]["code"] == -32601
+
+
+def test_every_tool_says_what_it_does_to_the_world(raw: Any) -> None:
+    tools = {t["name"]: t for t in raw().request("tools/list")["result"]["tools"]}
+    for name in ("artifact_read", "artifact_grep", "artifact_search", "artifact_info"):
+        assert tools[name]["annotations"]["readOnlyHint"] is True, name
+        assert tools[name]["annotations"]["destructiveHint"] is False, name
+    assert tools["artifact_list"]["annotations"]["readOnlyHint"] is True
+    assert tools["bash"]["annotations"]["openWorldHint"] is True
+    assert tools["bash"]["annotations"]["readOnlyHint"] is False
+    assert tools["bash_kill"]["annotations"]["destructiveHint"] is True
+    assert tools["artifact_save"]["annotations"]["readOnlyHint"] is False
+    for tool in tools.values():
+        assert tool["title"] and tool["annotations"]["title"] == tool["title"]
+
+
+def test_no_number_a_schema_publishes_is_beyond_what_javascript_holds_exactly(
+    raw: Any, store: ArtifactStore
+) -> None:
+    listed = raw().request("tools/list")["result"]["tools"]
+    assert max(_numbers(listed)) <= 2**53 - 1
+    api = make_api(store)
+    with live_server(api.app) as url:
+
+        async def body(client: Client) -> None:
+            tools = (await client.list_tools()).tools
+            dumped = [t.model_dump(mode="json", by_alias=True) for t in tools]
+            assert max(_numbers(dumped)) <= 2**53 - 1
+            assert all(t.annotations is not None for t in tools)
+
+        run_http(url, api.alice, body)
+    import json
+
+    spec = json.dumps(api.app.openapi())
+    assert str(2**62) not in spec
+
+
+def test_the_handshake_loads_neither_pydantic_nor_the_store_nor_the_sdk() -> None:
+    code = (
+        "import sys, overspill.api.mcp_stdio\n"
+        "heavy = [m for m in ('pydantic', 'sqlalchemy', 'mcp', 'anyio', 'overspill.artifacts.store')"
+        " if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_an_artifact_resource_reads_the_window_its_uri_names(raw: Any) -> None:
+    server = raw()
+    res = server.request("tools/call", {"name": "bash", "arguments": {"command": "seq 1 30000"}})
+    (art,) = re.findall(r"; artifact (art_\w+);", res["result"]["content"][0]["text"])
+
+    def read(uri: str) -> str:
+        (content,) = server.request("resources/read", {"uri": uri})["result"]["contents"]
+        assert content["uri"] == uri and content["mimeType"] == "text/plain"
+        return str(content["text"])
+
+    window = read(f"artifact://{art}?offset=6&length=12")
+    assert window.splitlines()[1:3] == ["4", "5"]
+    assert window.startswith(f"[{art}: bytes 6-18 of 168894")
+    lines = read(f"artifact://{art}?start_line=100&line_count=3")
+    assert lines.splitlines()[1:4] == ["100", "101", "102"]
+    assert lines.startswith(f"[{art}: lines 100-102 of 30000 stored")
+    tail = read(f"artifact://{art}?tail=2")
+    assert tail.splitlines()[1:3] == ["29999", "30000"]
+    assert read(f"artifact://{art}").startswith(f"[{art}: bytes 0-16000 of 168894")
+    bad = read(f"artifact://{art}?colour=blue")
+    assert bad.startswith("Error: artifact:// has no parameter 'colour'")
+
+
+def test_a_client_known_to_cut_at_40000_characters_gets_answers_under_its_cut(raw: Any) -> None:
+    server = raw("gemini-cli-mcp-client")
+    tools = server.request("tools/list")["result"]["tools"]
+    assert {t["_meta"]["anthropic/maxResultSizeChars"] for t in tools} == {36_000}
+    res = server.request(
+        "tools/call",
+        {"name": "bash", "arguments": {"command": "seq 1 200000; seq 1 200000 >&2"}},
+    )
+    text = res["result"]["content"][0]["text"]
+    assert len(text.encode()) <= 36_000
+    assert text.count("[output truncated; ") == 2  # both streams end with their marker
+    read = server.request(
+        "tools/call",
+        {"name": "artifact_read", "arguments": {"id": re.findall(r"art_\w+", text)[0]}},
+    )
+    assert len(read["result"]["content"][0]["text"].encode()) <= 36_000
+
+
+def test_a_cancelled_call_stops_its_command_and_gets_no_answer(raw: Any, tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    server = raw()
+    ident = server.start(
+        "tools/call", {"name": "bash", "arguments": {"command": f"echo $$ > {pidfile}; sleep 60"}}
+    )
+    for _ in range(200):
+        if pidfile.exists() and pidfile.read_text().strip():
+            break
+        anyio.run(anyio.sleep, 0.05)
+    pid = int(pidfile.read_text())
+    server.notify("notifications/cancelled", {"requestId": ident, "reason": "user"})
+    pong = server.request("ping")  # the next answer is the ping's, not the call's
+    assert pong["result"] == {}
+    for _ in range(200):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        anyio.run(anyio.sleep, 0.05)
+    else:
+        raise AssertionError("the cancelled command still runs")

@@ -302,7 +302,7 @@ def test_info_lists_the_run_and_the_sibling_stream(make_tools: Tools, store: Art
         "command: make test",
         "cwd: /src",
         "stream: stdout",
-        "exit: code 2, signal None, timed out False",
+        "exit: code 2",
         "size: 18104 bytes stored of 18104 produced, 2000 lines",
     ]
     assert f"other stream of the same run: stderr {err} (complete, 5 bytes)" in info

@@ -19,9 +19,8 @@ from overspill.api.calls import JSON, ApiCalls
 from overspill.api.cli.context import CliContext, CliError, positive
 from overspill.api.cli.progress import Progress
 from overspill.api.cli.read import say_what_is_missing
+from overspill.artifacts.bounds import MAX_GREP_MATCHES as _MAX_PAGE  # the server's bound
 from overspill.artifacts.grep_groups import Groups, Row
-
-_MAX_PAGE = 10_000  # matches per grep request (the server's bound)
 
 
 def register(sub: Any) -> None:

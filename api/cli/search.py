@@ -16,8 +16,7 @@ from typing import Any
 from overspill.api.calls import ApiCalls
 from overspill.api.cli.context import CliContext, positive
 from overspill.api.cli.progress import Progress
-
-_MAX_PAGE = 1000  # matching lines per search request (the server's bound)
+from overspill.artifacts.bounds import MAX_SEARCH_MATCHES as _MAX_PAGE  # the server's bound
 
 
 def register(sub: Any) -> None:

@@ -84,42 +84,8 @@ def cmd_server(ctx: CliContext, args: argparse.Namespace) -> int:
 def cmd_mcp(ctx: CliContext, args: argparse.Namespace) -> int:
     """Serve the tools to one local agent over stdio (MCP), the store in this
     process (an agent's session keeps it open anyway)."""
-    from overspill.api.bash_tools import BashTools
-    from overspill.api.cli.run import sink
-    from overspill.api.mcp_server import serve_stdio
-    from overspill.api.result_saver import ResultSaver, tool_budgets, tool_names
-    from overspill.api.tools import ArtifactTools
-    from overspill.shell import Executor
+    from overspill.api.mcp_stdio import serve
 
-    settings = ctx.settings
-    client, shell = settings.client, settings.shell
-    backend: Any
-    if client.url:
-        from overspill.api.client import OverspillClient
-
-        backend = OverspillClient(client.url, client.token)
-    else:
-        from overspill.api.backend import LocalBackend
-        from overspill.api.cleanup import PeriodicSweeper
-        from overspill.artifacts.records import Principal
-        from overspill.artifacts.store import ArtifactStore
-
-        # An agent sees its own artifacts only, unlike the local admin CLI.
-        store = ArtifactStore.open(settings.store)
-        if settings.server.sweep_interval_s > 0:
-            PeriodicSweeper(store, shell, settings.server.sweep_interval_s).start()
-        backend = LocalBackend(store, Principal(name=client.owner, role="agent"))
-    saver = ResultSaver(
-        backend,
-        session_id=client.session_id,
-        legacy=shell.legacy_spill,
-        legacy_root=shell.result_spill_dir,
-        legacy_cap=shell.max_spill_bytes,
-        sweep_days=shell.spill_sweep_days,
-        budgets=tool_budgets(shell.result_budgets),
-        never_persist=tool_names(shell.never_persist),
-    )
-    tools = ArtifactTools(backend, session_id=client.session_id, saver=saver)
     print("overspill: serving MCP on stdio", file=sys.stderr) if sys.stderr.isatty() else None
-    serve_stdio(tools, BashTools(Executor(shell, sink(ctx))))
+    serve(ctx)
     return 0

@@ -1,12 +1,20 @@
-"""Model-facing tools: JSON-schema definitions (``schemas``, made from the typed
-queries), handlers (``handlers``: argument rules, the read, the answer) and the
-tools' own answer parts (``answers``); the sentences every surface shares are
-in ``shell.wording``. They work over any ``Backend``: the store in-process, or a
-server through the HTTP client.
+"""Model-facing tools: the table of their names, schemas and annotations
+(``schemas``, standard library only, so a server can list them before loading
+anything else), handlers (``handlers``: argument rules, the read, the answer)
+and the tools' own answer parts (``answers``); the sentences every surface shares
+are in ``shell.wording``. They work over any ``Backend``: the store in-process,
+or a server through the HTTP client.
+
+The handlers load on first use: importing this package for the table costs
+nothing of pydantic or the store.
 """
 
-from overspill.api.tools.handlers import ArtifactTools, ToolResult
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from overspill.api.tools.schemas import (
+    BASH_DEFINITIONS,
     DEFAULT_CHARS,
     MAX_CHARS,
     SAVE_DEFINITION,
@@ -14,7 +22,11 @@ from overspill.api.tools.schemas import (
     tool_definitions,
 )
 
+if TYPE_CHECKING:
+    from overspill.api.tools.handlers import ArtifactTools, ToolResult
+
 __all__ = [
+    "BASH_DEFINITIONS",
     "DEFAULT_CHARS",
     "MAX_CHARS",
     "SAVE_DEFINITION",
@@ -23,3 +35,11 @@ __all__ = [
     "ToolResult",
     "tool_definitions",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("ArtifactTools", "ToolResult"):
+        from overspill.api.tools import handlers
+
+        return getattr(handlers, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -90,6 +90,19 @@ def _grep_rows(art: str, rows: list[Row[Line]], spans: dict[int, Any]) -> str:
     return "".join(text)
 
 
+def _exit_words(src: dict[str, Any]) -> str:
+    """How the command ended, in words (never a Python ``None``)."""
+    if src.get("signal"):
+        words = [f"killed by signal {src['signal']}"]
+    elif src.get("exit_code") is not None:
+        words = [f"code {src['exit_code']}"]
+    else:
+        words = ["no exit status (the command did not finish)"]
+    if src.get("timed_out"):
+        words.append("timed out")
+    return ", ".join(words)
+
+
 class ToolResult(NamedTuple):
     text: str
     is_error: bool = False
@@ -375,10 +388,7 @@ class ArtifactTools:
         if src.get("stream"):
             rows.append(f"stream: {src['stream']}")
         if "exit_code" in src or src.get("signal") or src.get("timed_out"):
-            rows.append(
-                f"exit: code {src.get('exit_code')}, signal {src.get('signal')}, "
-                f"timed out {bool(src.get('timed_out', False))}"
-            )
+            rows.append("exit: " + _exit_words(src))
         redacted = redaction_note(src.get("redactions"))
         if redacted:
             rows.append(f"redacted: {redacted}")

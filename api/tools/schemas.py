@@ -1,11 +1,16 @@
-"""The model tools' JSON schemas, made from the typed queries they run.
+"""The model tools' table: names, titles, descriptions, JSON schemas and MCP
+annotations, on the standard library alone.
 
 A bound a model is shown is the bound the store enforces, because both come
-from one place: grep's from ``GrepQuery``, a line window's from ``LineQuery``, a
-tail's from ``TailQuery``, a listing's from ``ListQuery`` (the HTTP API
-publishes the same models in OpenAPI). Only what is the tools' own is written
-here: the answer size (a byte window and a tail never exceed one answer) and the
-descriptions a model reads.
+from ``artifacts.bounds``: the query models (``artifacts.queries``) read the
+same numbers. The table imports nothing heavy, so ``overspill mcp`` answers a
+harness's ``tools/list`` from it before pydantic or the store are loaded (a
+harness starts its servers in parallel with its first model call, and one that
+answers late is left out of that call).
+
+Annotations tell a harness what a tool does to the world: every read is
+``readOnlyHint`` (Codex then runs it without asking), ``bash_kill`` is
+destructive, ``bash`` reaches the open world.
 """
 
 from __future__ import annotations
@@ -13,46 +18,34 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from pydantic import BaseModel
+from overspill.artifacts import bounds as b
 
-from overspill.artifacts.queries import (
-    GrepQuery,
-    LineQuery,
-    ListQuery,
-    SearchQuery,
-    TailQuery,
-    TextQuery,
-)
+DEFAULT_CHARS = b.DEFAULT_ANSWER_CHARS
+MAX_CHARS = b.MAX_ANSWER_CHARS
 
-DEFAULT_CHARS = 16_000
-MAX_CHARS = 64_000
+READ_ONLY = {
+    "readOnlyHint": True,
+    "destructiveHint": False,
+    "idempotentHint": True,
+    "openWorldHint": False,
+}
+"""A read of what is stored: changes nothing, safe to repeat."""
 
 
-def bounds(model: type[BaseModel], field: str) -> dict[str, int]:
-    """The JSON-schema bounds of one field of a query model."""
-    out: dict[str, int] = {}
-    for rule in model.model_fields[field].metadata:
-        for attr, key in (
-            ("ge", "minimum"),
-            ("le", "maximum"),
-            ("min_length", "minLength"),
-            ("max_length", "maxLength"),
-        ):
-            value = getattr(rule, attr, None)
-            if value is not None:
-                out[key] = int(value)
-        if getattr(rule, "gt", None) is not None:
-            out["minimum"] = int(rule.gt) + 1
+def _integer(description: str, *, minimum: int = 0, maximum: int = b.MAX_OFFSET) -> dict[str, Any]:
+    return {"type": "integer", "minimum": minimum, "maximum": maximum, "description": description}
+
+
+def _string(max_length: int, description: str | None = None, **extra: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "string", **extra, "maxLength": max_length}
+    if description:
+        out["description"] = description
     return out
-
-
-def _integer(model: type[BaseModel], field: str, description: str, **extra: int) -> dict[str, Any]:
-    return {"type": "integer", **bounds(model, field), **extra, "description": description}
 
 
 _ID = {
     "type": "string",
-    "maxLength": 200,
+    "maxLength": b.MAX_ID_CHARS,
     "description": "The artifact id (art_…) from an output marker or an earlier answer; "
     "artifact://art_… and any letter case are accepted.",
 }
@@ -63,6 +56,8 @@ def tool_definitions(max_chars: int = DEFAULT_CHARS) -> list[dict[str, Any]]:
     return [
         {
             "name": "artifact_read",
+            "title": "Read a stored output",
+            "annotations": READ_ONLY,
             "description": (
                 "Read part of a stored output. Give a byte window (offset, limit), a line "
                 "window (start_line, line_count) or a tail (tail_lines or tail_bytes); one of "
@@ -73,24 +68,25 @@ def tool_definitions(max_chars: int = DEFAULT_CHARS) -> list[dict[str, Any]]:
                 "type": "object",
                 "properties": {
                     "id": _ID,
-                    "offset": _integer(TextQuery, "offset", "Byte offset"),
+                    "offset": _integer("Byte offset"),
                     "limit": _integer(
-                        TextQuery,
-                        "limit",
                         f"Bytes to read (default and most: {max_chars}; a larger limit is "
                         "cut to that, and the answer says which bytes it shows)",
+                        minimum=1,
                         maximum=MAX_CHARS,
                     ),
                     "hex": {
                         "type": "boolean",
                         "description": "Show the byte window as a hex dump (binary output)",
                     },
-                    "start_line": _integer(LineQuery, "start", "1-based line"),
-                    "line_count": _integer(LineQuery, "count", "Lines to read (default 200)"),
-                    "tail_lines": _integer(TailQuery, "lines", "The last N lines"),
-                    "tail_bytes": _integer(
-                        TailQuery, "bytes", "The last N bytes", maximum=max_chars
+                    "start_line": _integer("1-based line", minimum=1),
+                    "line_count": _integer(
+                        f"Lines to read (default {b.DEFAULT_TOOL_LINES})",
+                        minimum=1,
+                        maximum=b.MAX_LINE_COUNT,
                     ),
+                    "tail_lines": _integer("The last N lines", minimum=1, maximum=b.MAX_TAIL_LINES),
+                    "tail_bytes": _integer("The last N bytes", minimum=1, maximum=max_chars),
                 },
                 "required": ["id"],
                 "additionalProperties": False,
@@ -98,6 +94,8 @@ def tool_definitions(max_chars: int = DEFAULT_CHARS) -> list[dict[str, Any]]:
         },
         {
             "name": "artifact_grep",
+            "title": "Search a stored output",
+            "annotations": READ_ONLY,
             "description": (
                 "Search a stored output with a regular expression (RE2 syntax, linear time). "
                 "Returns matching lines with line numbers and optional context, and the exact "
@@ -107,18 +105,18 @@ def tool_definitions(max_chars: int = DEFAULT_CHARS) -> list[dict[str, Any]]:
                 "type": "object",
                 "properties": {
                     "id": _ID,
-                    "pattern": {"type": "string", **bounds(GrepQuery, "pattern")},
+                    "pattern": _string(b.MAX_PATTERN_CHARS, minLength=1),
                     "ignore_case": {"type": "boolean"},
                     "fixed": {"type": "boolean", "description": "Match the pattern literally"},
-                    "context": _integer(GrepQuery, "context", "Lines before and after each match"),
+                    "context": _integer(
+                        "Lines before and after each match", maximum=b.MAX_CONTEXT_LINES
+                    ),
                     "max_matches": _integer(
-                        GrepQuery, "max_matches", "Matches to return (default 50)"
+                        f"Matches to return (default {b.DEFAULT_TOOL_GREP_MATCHES})",
+                        minimum=1,
+                        maximum=b.MAX_GREP_MATCHES,
                     ),
-                    "offset": _integer(
-                        GrepQuery,
-                        "offset",
-                        "Resume a search at this byte (from a previous answer)",
-                    ),
+                    "offset": _integer("Resume a search at this byte (from a previous answer)"),
                 },
                 "required": ["id", "pattern"],
                 "additionalProperties": False,
@@ -126,6 +124,8 @@ def tool_definitions(max_chars: int = DEFAULT_CHARS) -> list[dict[str, Any]]:
         },
         {
             "name": "artifact_search",
+            "title": "Search all stored outputs",
+            "annotations": READ_ONLY,
             "description": (
                 "Search every stored output of this session (or of all your sessions) for a "
                 "regular expression (RE2): which outputs printed it, the matching lines with "
@@ -135,15 +135,17 @@ def tool_definitions(max_chars: int = DEFAULT_CHARS) -> list[dict[str, Any]]:
             "input_schema": {
                 "type": "object",
                 "properties": {
-                    "pattern": {"type": "string", **bounds(SearchQuery, "pattern")},
+                    "pattern": _string(b.MAX_PATTERN_CHARS, minLength=1),
                     "ignore_case": {"type": "boolean"},
                     "fixed": {"type": "boolean", "description": "Match the pattern literally"},
                     "all_sessions": {"type": "boolean"},
-                    "tool": {"type": "string", **bounds(SearchQuery, "tool")},
+                    "tool": _string(b.MAX_TOOL_CHARS),
                     "max_matches": _integer(
-                        SearchQuery, "max_matches", "Lines to return (default 30)"
+                        f"Lines to return (default {b.DEFAULT_TOOL_SEARCH_MATCHES})",
+                        minimum=1,
+                        maximum=b.MAX_SEARCH_MATCHES,
                     ),
-                    "cursor": {"type": "string", **bounds(SearchQuery, "cursor")},
+                    "cursor": _string(b.MAX_CURSOR_CHARS),
                 },
                 "required": ["pattern"],
                 "additionalProperties": False,
@@ -151,6 +153,8 @@ def tool_definitions(max_chars: int = DEFAULT_CHARS) -> list[dict[str, Any]]:
         },
         {
             "name": "artifact_info",
+            "title": "Describe a stored output",
+            "annotations": READ_ONLY,
             "description": (
                 "What a stored output is: command, stream, size, lines, state (and whether "
                 "the whole output is stored), times, expiry and the other stream of the same run."
@@ -164,6 +168,8 @@ def tool_definitions(max_chars: int = DEFAULT_CHARS) -> list[dict[str, Any]]:
         },
         {
             "name": "artifact_list",
+            "title": "List stored outputs",
+            "annotations": READ_ONLY,
             "description": (
                 "List stored outputs, newest first: of this session by default, or of every "
                 "session of yours. Use it to find an id again after it left the context."
@@ -176,8 +182,12 @@ def tool_definitions(max_chars: int = DEFAULT_CHARS) -> list[dict[str, Any]]:
                         "type": "boolean",
                         "description": "Also list deleted and expired outputs (marked)",
                     },
-                    "limit": _integer(ListQuery, "limit", "Rows (default 20)", maximum=100),
-                    "cursor": {"type": "string", **bounds(ListQuery, "cursor")},
+                    "limit": _integer(
+                        f"Rows (default {b.DEFAULT_TOOL_LIST_ROWS})",
+                        minimum=1,
+                        maximum=b.MAX_TOOL_LIST_ROWS,
+                    ),
+                    "cursor": _string(b.MAX_LIST_CURSOR_CHARS),
                 },
                 "additionalProperties": False,
             },
@@ -189,23 +199,29 @@ TOOL_DEFINITIONS = tool_definitions()
 
 SAVE_DEFINITION: dict[str, Any] = {
     "name": "artifact_save",
+    "title": "Store a large result",
     "description": (
         "Store a result that is too big to keep in the conversation (a fetched page, a file, "
         "another tool's answer). Returns its id, a head/tail preview and how to read the rest."
     ),
+    "annotations": {
+        "readOnlyHint": False,
+        "destructiveHint": False,
+        "idempotentHint": False,
+        "openWorldHint": False,
+    },
     "input_schema": {
         "type": "object",
         "properties": {
             "content": {"type": "string", "description": "The text to store"},
-            "tool": {"type": "string", "maxLength": 100, "description": "What produced it"},
-            "name": {"type": "string", "maxLength": 500, "description": "A suggested name"},
-            "media_type": {"type": "string", "maxLength": 200},
-            "budget": {
-                "type": "integer",
-                "minimum": 2_000,
-                "maximum": 1_000_000,
-                "description": "Bytes of preview to return (default 50000)",
-            },
+            "tool": _string(b.MAX_TOOL_CHARS, "What produced it"),
+            "name": _string(b.MAX_NAME_CHARS, "A suggested name"),
+            "media_type": _string(b.MAX_MEDIA_TYPE_CHARS),
+            "budget": _integer(
+                f"Bytes of preview to return (default {b.DEFAULT_PREVIEW_BUDGET})",
+                minimum=b.MIN_PREVIEW_BUDGET,
+                maximum=b.MAX_PREVIEW_BUDGET,
+            ),
         },
         "required": ["content"],
         "additionalProperties": False,
@@ -215,3 +231,71 @@ SAVE_DEFINITION: dict[str, Any] = {
 
 def save_definition() -> dict[str, Any]:
     return copy.deepcopy(SAVE_DEFINITION)
+
+
+_JOB_ID = {
+    "type": "object",
+    "properties": {"job_id": _string(b.MAX_JOB_ID_CHARS)},
+    "required": ["job_id"],
+    "additionalProperties": False,
+}
+
+BASH_DEFINITIONS: list[dict[str, Any]] = [
+    {
+        "name": "bash",
+        "title": "Run a shell command",
+        "description": (
+            "Run a command with bash -c. The answer is its output as you should see it: "
+            "when a stream is longer than the inline limit you get its last part, and the "
+            "whole stream is stored as an artifact whose id and read calls the answer gives. "
+            "With background=true it starts the command and returns a job id at once."
+        ),
+        "annotations": {
+            "readOnlyHint": False,
+            "destructiveHint": True,
+            "idempotentHint": False,
+            "openWorldHint": True,
+        },
+        "input_schema": {
+            "type": "object",
+            "properties": {
+                "command": _string(b.MAX_COMMAND_CHARS, minLength=1),
+                "timeout_ms": _integer(
+                    "Milliseconds before the command is stopped",
+                    minimum=1,
+                    maximum=b.MAX_TIMEOUT_MS,
+                ),
+                "workdir": _string(b.MAX_WORKDIR_CHARS),
+                "background": {"type": "boolean"},
+                "description": _string(500),
+            },
+            "required": ["command"],
+            "additionalProperties": False,
+        },
+    },
+    {
+        "name": "bash_output",
+        "title": "Read a background job's output",
+        "description": "What a background job printed since the last read (reads consume).",
+        # Consuming, so not idempotent; it changes nothing outside the job's read cursor.
+        "annotations": {
+            "readOnlyHint": True,
+            "destructiveHint": False,
+            "idempotentHint": False,
+            "openWorldHint": False,
+        },
+        "input_schema": _JOB_ID,
+    },
+    {
+        "name": "bash_kill",
+        "title": "Stop a background job",
+        "description": "Stop a background job and its whole process tree.",
+        "annotations": {
+            "readOnlyHint": False,
+            "destructiveHint": True,
+            "idempotentHint": True,
+            "openWorldHint": False,
+        },
+        "input_schema": _JOB_ID,
+    },
+]

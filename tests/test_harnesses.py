@@ -1,0 +1,219 @@
+"""What each real harness hands its model, when overspill answers.
+
+Claude Code, Codex and Gemini CLI (pinned versions from npm, headless) are
+configured in their own config files to run ``overspill mcp``, and pointed at a
+stand-in model endpoint on loopback. The stand-in plays the model: it calls
+overspill's tools, copies the call each answer prints to continue, and records
+every request, so these tests assert the text the model actually received --
+not what overspill sent -- and follow each continuation to its end through the
+harness. Each run is traced: a connect() to anything but loopback fails it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
+
+import pytest
+
+from overspill.api.harnesses import budget_for
+from overspill.shell.wording import find_calls
+from tests.harnesses.clients import (
+    HARNESSES,
+    REQUIRE,
+    Harness,
+    HarnessesUnavailable,
+    installed,
+    overspill_server,
+)
+from tests.harnesses.standin import Action, Reply, StandIn, ToolCall, Turn
+
+pytestmark = [pytest.mark.slow, pytest.mark.harness]
+
+CLIENT_NAMES = {
+    "claude-code": "claude-code",
+    "codex": "codex-mcp-client",
+    "gemini": "gemini-cli-mcp-client",
+}
+
+Steps = Generator[Action, str, None]
+
+
+@pytest.fixture(scope="session")
+def harness_bin() -> Path:
+    try:
+        return installed()
+    except HarnessesUnavailable as exc:
+        if os.environ.get(REQUIRE):
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(params=list(HARNESSES))
+def harness(request: pytest.FixtureRequest, harness_bin: Path) -> Harness:
+    return HARNESSES[request.param]
+
+
+class Planned:
+    """The stand-in's script from a generator: it yields the model's next action
+    and is sent the text of each tool result. The same number of results always
+    gets the same action (a harness may resend a request)."""
+
+    def __init__(self, steps: Callable[[], Steps]) -> None:
+        self._gen = steps()
+        self._actions: list[Action] = []
+
+    def __call__(self, turn: Turn) -> Action:
+        want = len(turn.results)
+        while len(self._actions) <= want:
+            try:
+                if not self._actions:
+                    action = next(self._gen)
+                else:
+                    action = self._gen.send(turn.results[len(self._actions) - 1])
+            except StopIteration:
+                action = Reply("done")
+            self._actions.append(action)
+        return self._actions[want]
+
+
+class Drive:
+    """One harness run: a fresh home for the harness and one for overspill."""
+
+    def __init__(self, harness: Harness, tmp_path: Path) -> None:
+        self.harness = harness
+        self.home = tmp_path / "harness-home"
+        self.work = tmp_path / "work"
+        self.store = tmp_path / "overspill-home"
+        for d in (self.home, self.work):
+            d.mkdir()
+
+    def __call__(self, steps: Callable[[], Steps]) -> list[str]:
+        with StandIn(self.harness.dialect, Planned(steps)) as model:
+            run = self.harness.run(
+                home=self.home,
+                work=self.work,
+                server=overspill_server(self.store),
+                model_url=model.url,
+            )
+        assert not model.errors, model.errors
+        assert not run.foreign, f"{self.harness.key} reached past loopback: {run.foreign[:5]}"
+        assert run.returncode == 0, (run.stdout[-2000:], run.stderr[-3000:])
+        return model.received
+
+
+@pytest.fixture
+def drive(harness: Harness, tmp_path: Path) -> Iterator[Drive]:
+    yield Drive(harness, tmp_path)
+
+
+def follow(first: ToolCall, limit: int = 40) -> Callable[[], Steps]:
+    """Call ``first``, then the call each answer ends with, until none is printed."""
+
+    def steps() -> Steps:
+        action: ToolCall = first
+        for _ in range(limit):
+            text = yield action
+            calls = find_calls(_last_line(text))
+            if not calls:
+                return
+            action = ToolCall(*calls[0])
+
+    return steps
+
+
+def _last_line(text: str) -> str:
+    """The answer's last line, without a harness's closing wrapper."""
+    lines = [ln for ln in text.rstrip().split("\n") if ln and not ln.startswith("</untrusted")]
+    return lines[-1] if lines else ""
+
+
+def _answer(text: str) -> str:
+    """overspill's answer inside what the harness wrapped around it (Codex puts a
+    'Wall time' line and 'Output:' before it, Gemini CLI an untrusted-context
+    envelope around it)."""
+    m = re.match(r"Wall time: [0-9.]+ seconds\nOutput:", text)
+    if m:
+        text = text[m.end() :]
+    m = re.match(r"<untrusted_context>\n(.*)\n</untrusted_context>\Z", text, re.S)
+    return m.group(1) if m else text
+
+
+SEQ = "".join(f"{i}\n" for i in range(1, 200_001)).encode()
+
+
+# -- bash: the tail, the id, and the call that reads on ----------------------------------
+
+
+def test_an_overflowing_bash_reaches_the_model_whole_with_its_id_and_the_read_that_continues(
+    drive: Drive,
+) -> None:
+    received = drive(follow(ToolCall("bash", {"command": "seq 1 200000"}), limit=3))
+    first = _answer(received[0])
+    budget = budget_for(CLIENT_NAMES[drive.harness.key])
+    assert len(first.encode()) <= budget.answer_bytes
+    body, _, marker = first.rpartition("\n[output truncated")
+    marker = "[output truncated" + marker
+    m = re.fullmatch(
+        r"\[output truncated; full output: \S+; artifact (art_\w+); shown lines (\d+)-200000 "
+        r"of 200000 \(bytes (\d+)-1288895 of 1288895\); not shown: lines 1-(\d+), bytes "
+        r"0-(\d+); read more: artifact_read (\{.*?\}) \(the bytes just before these\), or "
+        r"search: artifact_grep \{.*\}\]",
+        marker,
+    )
+    assert m, marker[-600:]
+    first_line, start = int(m.group(2)), int(m.group(3))
+    # The lines shown are the output's own, from the line and byte it names.
+    assert body == SEQ[start:].decode()
+    assert body.split("\n", 1)[0] == str(first_line)
+    # The continuation the marker printed was followed through the harness twice.
+    assert len(received) == 3
+    for answer, end in ((received[1], start), (received[2], None)):
+        text = _answer(answer)
+        header, _, rest = text.partition("\n")
+        shown, _, footer = rest.rpartition("\n")
+        span = re.search(r"bytes (\d+)-(\d+) of 1288895", header)
+        assert span, header[:300]
+        lo, hi = int(span.group(1)), int(span.group(2))
+        if end is not None:
+            assert hi == end  # the window just before the tail shown first
+        assert shown == SEQ[lo:hi].decode(), header[:300]
+        assert "the whole output is stored" in header
+        assert footer.startswith("[continue: artifact_read {"), footer[-300:]
+
+
+# -- grep and search: the rows, the header, every page ------------------------------------
+
+
+def test_grep_pages_reach_the_model_and_are_followed_to_the_last(drive: Drive) -> None:
+    def steps() -> Steps:
+        text = yield ToolCall("bash", {"command": "seq 1 200000"})
+        (art,) = re.findall(r"artifact (art_\w+);", text)
+        yield from follow(
+            ToolCall("artifact_grep", {"id": art, "pattern": "^1999[0-9]5$", "max_matches": 4})
+        )()
+
+    received = drive(steps)
+    pages = [_answer(t) for t in received[1:]]
+    rows = [row for page in pages for row in page.split("\n") if re.match(r"\d+:", row)]
+    assert rows == [f"{n}:{n}" for n in range(199905, 200000, 10)]
+    assert len(pages) == 3  # 4 + 4 + 2 matches, each page calling the next
+    for page in pages[:-1]:
+        assert find_calls(_last_line(page))[0][0] == "artifact_grep"
+    assert find_calls(_last_line(pages[-1])) == []
+    assert pages[-1].endswith("; search complete: the whole output was searched]"), pages[-1][-300:]
+
+
+def test_search_across_outputs_reaches_the_model_with_the_ids_it_names(drive: Drive) -> None:
+    def steps() -> Steps:
+        yield ToolCall("bash", {"command": "seq 1 70000; echo 'ECONNREFUSED 10.0.0.1:5432'"})
+        yield ToolCall("bash", {"command": "seq 1 70000 >&2"})
+        yield ToolCall("artifact_search", {"pattern": "ECONNREFUSED", "all_sessions": True})
+
+    received = drive(steps)
+    (art,) = re.findall(r"artifact (art_\w+);", received[0])
+    answer = _answer(received[2])
+    assert art in answer
+    assert "70001:ECONNREFUSED 10.0.0.1:5432" in answer.replace(f"{art}:", "")
