@@ -32,6 +32,7 @@ from overspill.api.settings import Settings
 from overspill.api.version import VERSION
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
+from overspill.shell.redact.policy import Redaction
 
 
 class Activity:
@@ -81,6 +82,8 @@ def create_app(
     app.state.settings = settings
     app.state.local = local
     app.state.local_owner = settings.client.owner
+    # Every write through this server masks with it (``shell.redact.policy``).
+    app.state.redaction = Redaction.from_settings(settings.shell)
     # No redirect for a trailing slash: it was built from the Host header, so any
     # Host a client sent came back as the place to go.
     app.router.redirect_slashes = False
@@ -196,17 +199,18 @@ def _offline_docs(app: FastAPI) -> None:
 
 def _mcp(app: FastAPI) -> Any:
     """The MCP endpoint: the artifact tools (no bash) for each token's principal."""
-    from overspill.api.backend import LocalBackend
+    from overspill.api.backend import LocalBackend, redaction_for
     from overspill.api.mcp_server import McpHttp
-    from overspill.api.result_saver import ResultSaver, tool_budgets, tool_names
+    from overspill.api.result_saver import saver_for
     from overspill.api.tools import ArtifactTools
 
     shell = app.state.settings.shell  # read once, here, not per call
-    budgets, never = tool_budgets(shell.result_budgets), tool_names(shell.never_persist)
 
     def tools_for(principal: Principal) -> ArtifactTools:
-        backend = LocalBackend(app.state.store, principal)
-        saver = ResultSaver(backend, budgets=budgets, never_persist=never)
+        redaction = redaction_for(app.state.store, app.state.redaction, principal.name)
+        backend = LocalBackend(app.state.store, principal, redaction=redaction)
+        # No legacy files on a server: a remote caller cannot open a path here.
+        saver = saver_for(backend, shell, legacy=False, redaction=redaction)
         return ArtifactTools(backend, saver=saver)
 
     return McpHttp(tools_for, lambda secret: app.state.store.tokens.authenticate(secret))

@@ -23,6 +23,16 @@ from overspill.artifacts.records import (
     TextWindow,
 )
 from overspill.artifacts.store import ArtifactStore
+from overspill.shell.redact.policy import Redaction
+
+
+def redaction_for(store: ArtifactStore, base: Redaction, owner: str) -> Redaction:
+    """``base`` (the settings' redaction) for one owner's writes: off only where
+    the setting is off and an admin's policy lets this owner's output be stored
+    unmasked."""
+    if base.enabled:
+        return base  # the common case asks the database nothing
+    return base.for_owner(store.policies.effective(owner).redact is False)
 
 
 class Backend(Protocol):
@@ -47,9 +57,15 @@ class Backend(Protocol):
 
 
 class LocalBackend:
-    def __init__(self, store: ArtifactStore, principal: Principal) -> None:
+    """``redaction``: how a saved result is masked (the settings' own, resolved by
+    whoever builds this backend for the principal)."""
+
+    def __init__(
+        self, store: ArtifactStore, principal: Principal, *, redaction: Redaction | None = None
+    ) -> None:
         self.store = store
         self.principal = principal
+        self.redaction = redaction if redaction is not None else Redaction()
 
     def get(self, artifact_id: str) -> ArtifactInfo:
         return self.store.get(self.principal, artifact_id)
@@ -111,6 +127,7 @@ class LocalBackend:
             self.get,
             chunks,
             budget=request.budget,
+            redaction=self.redaction,
         )
 
 

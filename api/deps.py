@@ -10,10 +10,12 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
+from overspill.api.backend import redaction_for
 from overspill.api.local import PRINCIPAL_HEADER, ROLE_HEADER
 from overspill.artifacts.errors import InvalidArgument
 from overspill.artifacts.records import ROLES, Principal
 from overspill.artifacts.store import ArtifactStore
+from overspill.shell.redact.policy import Redaction
 
 
 async def get_store(request: Request) -> ArtifactStore:
@@ -71,6 +73,16 @@ async def get_principal(request: Request, store: StoreDep) -> Principal:
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]
+
+
+async def get_redaction(request: Request, store: StoreDep, who: PrincipalDep) -> Redaction:
+    base: Redaction = request.app.state.redaction
+    if base.enabled:
+        return base
+    return await run_in_threadpool(redaction_for, store, base, who.name)
+
+
+RedactionDep = Annotated[Redaction, Depends(get_redaction)]
 
 
 def content_scope(artifact_id: str) -> str:

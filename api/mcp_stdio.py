@@ -57,13 +57,15 @@ class Runtime:
 
     def __init__(self, ctx: CliContext, budget: Budget) -> None:
         from overspill.api.bash_tools import BashTools
-        from overspill.api.result_saver import ResultSaver, tool_budgets, tool_names
+        from overspill.api.result_saver import saver_for
         from overspill.api.tools.handlers import ArtifactTools
         from overspill.shell import Executor
+        from overspill.shell.redact.policy import Redaction
         from overspill.shell.sink import OutputSink
 
         settings = ctx.settings
         client, shell = settings.client, settings.shell
+        redaction = Redaction.from_settings(shell)
         backend: Any
         sink: OutputSink
         if client.url:
@@ -73,7 +75,7 @@ class Runtime:
             backend = remote
             sink = remote.sink(session_id=client.session_id, max_bytes=shell.stream_max_bytes)
         else:
-            from overspill.api.backend import LocalBackend
+            from overspill.api.backend import LocalBackend, redaction_for
             from overspill.api.cleanup import PeriodicSweeper
             from overspill.artifacts.records import Principal
             from overspill.artifacts.store import ArtifactStore
@@ -83,29 +85,22 @@ class Runtime:
             # and for what ``bash`` stores: no local server is started, so nothing
             # outlives the agent's session. An agent sees its own artifacts only.
             store = ArtifactStore.open(settings.store)
+            redaction = redaction_for(store, redaction, client.owner)
             if settings.server.sweep_interval_s > 0:
                 PeriodicSweeper(store, shell, settings.server.sweep_interval_s).start()
             agent = Principal(name=client.owner, role="agent")
-            backend = LocalBackend(store, agent)
+            backend = LocalBackend(store, agent, redaction=redaction)
             sink = StoreSink(
                 store, agent, session_id=client.session_id, max_bytes=shell.stream_max_bytes
             )
-        saver = ResultSaver(
-            backend,
-            session_id=client.session_id,
-            legacy=shell.legacy_spill,
-            legacy_root=shell.result_spill_dir,
-            legacy_cap=shell.max_spill_bytes,
-            sweep_days=shell.spill_sweep_days,
-            budgets=tool_budgets(shell.result_budgets),
-            never_persist=tool_names(shell.never_persist),
-        )
+        saver = saver_for(backend, shell, session_id=client.session_id, redaction=redaction)
         self.tools = ArtifactTools(
             backend, max_chars=budget.read_bytes, session_id=client.session_id, saver=saver
         )
         windows = budget.stream_windows(shell.max_output_bytes)
+        shell = shell.replace(max_output_bytes=windows.stderr, redact=redaction.enabled)
         self.bash = BashTools(
-            Executor(shell.replace(max_output_bytes=windows.stderr), sink),
+            Executor(shell, sink),
             stdout_window=windows.stdout,
         )
 
@@ -152,6 +147,7 @@ class StdioServer:
         self._runtime_started = False
         self._start_lock = threading.Lock()
         self._calls: dict[Any, threading.Event] = {}
+        self._cancelled: set[Any] = set()
         self._calls_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
 
@@ -228,6 +224,8 @@ class StdioServer:
         if method == "notifications/cancelled":
             with self._calls_lock:
                 abort = self._calls.get(params.get("requestId"))
+                if abort is not None:
+                    self._cancelled.add(params.get("requestId"))
             if abort is not None:
                 abort.set()
 
@@ -283,16 +281,20 @@ class StdioServer:
                     return
                 result = self._runtime.call(name, params.get("arguments"), abort)
                 answer = tool_result(result.text, result.is_error)
-            if not abort.is_set():  # a cancelled request gets no answer (the spec's rule)
+            with self._calls_lock:
+                cancelled = ident in self._cancelled
+            if not cancelled:  # a cancelled request gets no answer (the spec's rule)
                 self._send_result(ident, answer)
         except Exception as exc:
             self._send_error(ident, INTERNAL_ERROR, str(exc) or type(exc).__name__)
         finally:
             with self._calls_lock:
                 self._calls.pop(ident, None)
+                self._cancelled.discard(ident)
 
     def _shutdown(self) -> None:
-        """The agent went away: stop every command still running."""
+        """stdin ended: stop every command still running (its answer still goes
+        out, saying how it ended, if anyone reads), let the reads finish."""
         with self._calls_lock:
             for abort in self._calls.values():
                 abort.set()

@@ -24,7 +24,8 @@ from overspill.api.saved import (
     suggested_name,
 )
 from overspill.artifacts.errors import ConfigurationError, InvalidArgument, OverspillError
-from overspill.shell.redact import StreamRedactor, ruleset_for
+from overspill.shell.config import ShellSettings
+from overspill.shell.redact.policy import Redaction
 
 
 def tool_budgets(text: str) -> dict[str, int]:
@@ -52,6 +53,29 @@ def tool_names(text: str) -> frozenset[str]:
     return frozenset(name.strip() for name in text.split(",") if name.strip())
 
 
+def saver_for(
+    backend: Any,
+    shell: ShellSettings,
+    *,
+    session_id: str | None = None,
+    legacy: bool | None = None,
+    redaction: Redaction | None = None,
+) -> ResultSaver:
+    """A saver configured from the settings, read here once: budgets per tool,
+    tools never persisted, the compatibility layer's files, the redaction."""
+    return ResultSaver(
+        backend,
+        session_id=session_id,
+        legacy=shell.legacy_spill if legacy is None else legacy,
+        legacy_root=shell.result_spill_dir,
+        legacy_cap=shell.max_spill_bytes,
+        sweep_days=shell.spill_sweep_days,
+        budgets=tool_budgets(shell.result_budgets),
+        never_persist=tool_names(shell.never_persist),
+        redaction=redaction if redaction is not None else Redaction.from_settings(shell),
+    )
+
+
 class ResultSaver:
     """The seam any tool calls to put an oversized result behind an id.
 
@@ -72,8 +96,10 @@ class ResultSaver:
         sweep_days: float = 30,
         budgets: dict[str, int] | None = None,
         never_persist: frozenset[str] = frozenset(),
+        redaction: Redaction | None = None,
     ) -> None:
         self._backend = backend
+        self._redaction = redaction if redaction is not None else Redaction()
         self._budgets = budgets or {}
         self._never = never_persist
         self._session_id = session_id
@@ -123,7 +149,7 @@ class ResultSaver:
 
         # What this side keeps (the legacy file, the preview naming it) is masked
         # here; the store masks what it keeps itself, and says what it masked.
-        redactor = StreamRedactor(ruleset_for()) if legacy_file is not None else None
+        redactor = self._redaction.redactor() if legacy_file is not None else None
 
         def keep(piece: bytes | memoryview) -> None:
             if legacy_file is not None:

@@ -15,7 +15,7 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import ClientDisconnect
 
-from overspill.api.deps import PrincipalDep, StoreDep
+from overspill.api.deps import PrincipalDep, RedactionDep, StoreDep
 from overspill.api.errors import RESPONSES, ErrorBody
 from overspill.artifacts.bounds import MAX_OFFSET
 from overspill.artifacts.errors import InvalidArgument, StorageUnavailable
@@ -25,6 +25,7 @@ from overspill.artifacts.records import (
     ArtifactPage,
 )
 from overspill.artifacts.retention import MAX_RETENTION_S
+from overspill.shell.redact.stream import StreamRedactor
 
 router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"], responses=RESPONSES)
 log = logging.getLogger(__name__)
@@ -103,14 +104,26 @@ class ClientGone(InvalidArgument):
 
 
 async def _stream_into(
-    request: Request, store: Any, who: Any, artifact_id: str, offset: int
+    request: Request,
+    store: Any,
+    who: Any,
+    artifact_id: str,
+    offset: int,
+    redactor: StreamRedactor | None = None,
 ) -> Any:
     writer = await run_in_threadpool(store.attach_writer, who, artifact_id, offset)
+
+    def write(chunk: bytes) -> None:
+        for piece in redactor.feed(chunk) if redactor is not None else (chunk,):
+            writer.write(piece)
+
     try:
         async for chunk in request.stream():
             if chunk:
-                await run_in_threadpool(writer.write, chunk)
+                await run_in_threadpool(write, chunk)
                 request.app.state.metrics.bytes_in.inc(len(chunk))
+        if redactor is not None:
+            await run_in_threadpool(writer.write, redactor.finish())
     except ClientDisconnect:
         # Not a server error: what arrived is kept, and the upload ends now.
         await run_in_threadpool(store.end_append, writer, offset)
@@ -144,12 +157,18 @@ async def upload_content(
     request: Request,
     store: StoreDep,
     who: PrincipalDep,
+    redaction: RedactionDep,
     complete: bool = Query(True, description="Finish after the upload"),
 ) -> ArtifactInfo:
-    """Stream the whole content of an empty `writing` artifact (any size, bounded memory)."""
-    writer = await _stream_into(request, store, who, artifact_id, 0)
+    """Stream the whole content of an empty `writing` artifact (any size, bounded
+    memory). Secrets in it are masked at their own length before a byte is kept,
+    as in every other write (``overspill put`` uploads here)."""
+    redactor = redaction.redactor()
+    writer = await _stream_into(request, store, who, artifact_id, 0, redactor)
+    masked = redactor.manifest if redactor is not None else None
+    update = {"redactions": masked.as_json()} if masked is not None and masked.total else None
     if complete:
-        result = await run_in_threadpool(writer.close)
+        result = await run_in_threadpool(lambda: writer.close(source_update=update))
         if result.error and result.state == "failed":
             raise writer.error_to_raise() if writer.error else StorageUnavailable(result.error)
         request.app.state.metrics.artifacts_written.inc()

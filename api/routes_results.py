@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
-from overspill.api.deps import PrincipalDep, StoreDep
+from overspill.api.deps import PrincipalDep, RedactionDep, StoreDep
 from overspill.api.errors import RESPONSES
 from overspill.api.saved import DEFAULT_BUDGET, ResultSave, SavedResult, SaveRequest
 from overspill.artifacts.errors import InvalidArgument
@@ -43,6 +43,7 @@ async def save_result(
     request: Request,
     store: StoreDep,
     who: PrincipalDep,
+    redaction: RedactionDep,
     tool: str = Query("result", description="The tool that produced it"),
     name: str | None = Query(None, description="A suggested name"),
     session_id: str | None = Query(None),
@@ -62,7 +63,10 @@ async def save_result(
     # The artifact is made with the first byte (in a worker, by ``feed``): an
     # empty body is refused at the end and leaves nothing behind.
     save = ResultSave(
-        lambda: req.open_writer(store, who), lambda art: store.get(who, art), budget=req.budget
+        lambda: req.open_writer(store, who),
+        lambda art: store.get(who, art),
+        budget=req.budget,
+        redaction=redaction,
     )
     async for chunk in request.stream():
         if chunk:

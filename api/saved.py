@@ -21,7 +21,7 @@ from overspill.artifacts.errors import InvalidArgument, OverspillError
 from overspill.artifacts.records import ArtifactInfo
 from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
 from overspill.shell.failures import FailureScan, default_matcher, quote_omitted
-from overspill.shell.redact import StreamRedactor, ruleset_for
+from overspill.shell.redact.policy import Redaction
 from overspill.shell.wording import call
 
 DEFAULT_BUDGET = 50_000
@@ -243,11 +243,12 @@ class ResultSave:
         get: Callable[[str], ArtifactInfo],
         *,
         budget: int = DEFAULT_BUDGET,
-        redact: bool = True,
+        redaction: Redaction,
     ) -> None:
         check_budget(budget)
-        # Secrets are masked (same length) before the preview or the store sees a byte.
-        self._redactor = StreamRedactor(ruleset_for()) if redact else None
+        # Secrets are masked (same length) before the preview or the store sees a byte,
+        # with the admin's rules (the writer's ``Redaction``).
+        self._redactor = redaction.redactor()
         self._get = get
         self._budget = budget
         self._buf = PreviewBuffer(budget)

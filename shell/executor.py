@@ -20,7 +20,8 @@ from overspill.shell.config import ShellSettings
 from overspill.shell.environment import child_environment, known_secrets
 from overspill.shell.failures import failure_matcher
 from overspill.shell.process import ProcessTree, Pump, signal_name, spawn
-from overspill.shell.redact import RuleSet, StreamRedactor, redact_once, ruleset_for
+from overspill.shell.redact import RuleSet, StreamRedactor, redact_once
+from overspill.shell.redact.policy import Redaction
 from overspill.shell.render import (
     RenderMode,
     dropped_line,
@@ -77,15 +78,10 @@ class Executor:
         self.sink = sink
         self._sweep = sweep_spill_files
         self._parent_env = dict(os.environ if parent_env is None else parent_env)
-        # Built once here (a bad pattern or rule name fails now, not mid-run): the
-        # rules every run uses; the secrets it knows of are added per run.
-        self._rules = (
-            ruleset_for(
-                disabled=_names(settings.redact_disable), patterns=_lines(settings.redact_patterns)
-            )
-            if settings.redact
-            else None
-        )
+        # Resolved once here (a bad pattern or rule name fails now, not mid-run):
+        # the rules every run uses; the secrets it knows of are added per run.
+        self.redaction = Redaction.from_settings(settings)
+        self._rules = self.redaction.rules()
         self._failures = failure_matcher(settings.failure_patterns)
 
     def rules_for(self, env: Mapping[str, str]) -> RuleSet | None:
@@ -94,14 +90,7 @@ class Executor:
         if self._rules is None:
             return None
         known = known_secrets(self._parent_env, env)
-        if not known:
-            return self._rules
-        settings = self.settings
-        return ruleset_for(
-            known,
-            disabled=_names(settings.redact_disable),
-            patterns=_lines(settings.redact_patterns),
-        )
+        return self.redaction.rules(known) if known else self._rules
 
     # -- the two projections -------------------------------------------------------
 
@@ -153,14 +142,6 @@ class Executor:
             unredacted=rules is None,
             failures=self._failures,
         )
-
-
-def _names(text: str) -> list[str]:
-    return [n.strip() for n in text.split(",") if n.strip()]
-
-
-def _lines(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.strip()]
 
 
 class _Job:

@@ -60,4 +60,15 @@ def ruleset_for(
     return rules
 
 
-__all__ = ["RULE_NAMES", "Manifest", "RuleSet", "StreamRedactor", "redact_once", "ruleset_for"]
+from overspill.shell.redact.policy import OFF, Redaction  # noqa: E402  (uses ruleset_for)
+
+__all__ = [
+    "OFF",
+    "RULE_NAMES",
+    "Manifest",
+    "Redaction",
+    "RuleSet",
+    "StreamRedactor",
+    "redact_once",
+    "ruleset_for",
+]
