@@ -171,7 +171,9 @@ def _ours(path: str) -> bool:
     if not stat.S_ISDIR(st.st_mode):
         log.warning("result sweep: skipping %s: not a plain directory", path)
         return False
-    if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        log.warning("result sweep: skipping %s: not owned by us or writable by others", path)
+    if st.st_uid != os.geteuid():
+        return False  # another user's, on a shared temp dir: theirs to sweep, quietly
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        log.warning("result sweep: skipping %s: writable by others", path)
         return False
     return True

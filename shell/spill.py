@@ -167,10 +167,10 @@ def sweep_old_spill_files(max_age_days: float, tmpdir: str | None = None) -> int
         if not stat.S_ISDIR(st.st_mode):
             _log().warning("spill sweep: skipping %s: not a plain directory", entry.path)
             continue
-        if st.st_uid != uid or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            _log().warning(
-                "spill sweep: skipping %s: not owned by us or writable by others", entry.path
-            )
+        if st.st_uid != uid:
+            continue  # another user's, on a shared temp dir: theirs to sweep, quietly
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            _log().warning("spill sweep: skipping %s: writable by others", entry.path)
             continue
         removed += sweep_dir(entry.path, cutoff, SPILL_NAME)
         if own_dir is None or entry.path != own_dir:

@@ -279,6 +279,19 @@ def test_the_sweep_deletes_only_old_files_of_ours_in_private_dirs(tmp_path: Path
     assert sweep_old_spill_files(30, str(tmp_path / "missing")) == 0
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="making another user's directory needs root")
+def test_another_users_spill_directory_on_a_shared_temp_dir_is_passed_over_quietly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    theirs = tmp_path / "dsh-subprocess-theirs"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, 65534, 65534)
+    with caplog.at_level("DEBUG"):
+        assert sweep_old_spill_files(30, str(tmp_path)) == 0
+    assert theirs.exists()
+    assert not [r for r in caplog.records if r.levelno >= 30], caplog.text
+
+
 def test_the_spill_name_pattern_matches_the_names_the_executor_makes() -> None:
     from overspill.shell.spill import SPILL_NAME, SpillDirectory
 
