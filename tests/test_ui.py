@@ -47,7 +47,7 @@ def _browser_reason() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     reason = _browser_reason()
     if reason:
