@@ -23,11 +23,12 @@ from overspill.artifacts.ids import new_artifact_id
 from overspill.artifacts.inputs import check_source, check_text
 from overspill.artifacts.publishing import Publisher
 from overspill.artifacts.records import ArtifactInfo, Principal
-from overspill.artifacts.retention import Forever, check_retention, effective_policy
+from overspill.artifacts.retention import check_retention, effective_policy
 from overspill.artifacts.retention import resolve as resolve_retention
 from overspill.artifacts.segment_storage import BlobPlacer, BlobStager
 from overspill.artifacts.usage import bump_usage
 from overspill.artifacts.writer import ArtifactWriter
+from overspill.artifacts.writes import Ending, NewArtifact
 
 if TYPE_CHECKING:
     from overspill.artifacts.quotas import Quotas
@@ -49,86 +50,22 @@ class Ingest(Part):
         self._reader = reader
         self._publisher = publisher
 
-    def create(
-        self,
-        principal: Principal,
-        *,
-        kind: str = "output",
-        name: str | None = None,
-        media_type: str = "text/plain; charset=utf-8",
-        session_id: str | None = None,
-        source: dict[str, Any] | None = None,
-        max_bytes: int | None = None,
-        owner: str | None = None,
-        retention: int | Forever | None = None,
-    ) -> ArtifactInfo:
+    def create(self, principal: Principal, new: NewArtifact) -> ArtifactInfo:
         """Create an empty artifact in state ``writing`` with no lease (HTTP uploads)."""
-        row = self._insert(
-            principal,
-            kind,
-            name,
-            media_type,
-            session_id,
-            source,
-            max_bytes,
-            owner,
-            lease_token=None,
-            retention=retention,
-        )
+        row = self._insert(principal, new, lease_token=None)
         return info_of(row, self.clock.now())
 
-    def open_writer(
-        self,
-        principal: Principal,
-        *,
-        kind: str = "output",
-        name: str | None = None,
-        media_type: str = "text/plain; charset=utf-8",
-        session_id: str | None = None,
-        source: dict[str, Any] | None = None,
-        max_bytes: int | None = None,
-        retention: int | Forever | None = None,
-    ) -> ArtifactWriter:
+    def open_writer(self, principal: Principal, new: NewArtifact) -> ArtifactWriter:
         """Create an artifact and return a streaming writer holding its lease."""
-        info, token = self.open_lease(
-            principal,
-            kind=kind,
-            name=name,
-            media_type=media_type,
-            session_id=session_id,
-            source=source,
-            max_bytes=max_bytes,
-            retention=retention,
-        )
+        info, token = self.open_lease(principal, new)
         return self._writer(info.id, token, info.max_bytes, start=0)
 
-    def open_lease(
-        self,
-        principal: Principal,
-        *,
-        kind: str = "output",
-        name: str | None = None,
-        media_type: str = "text/plain; charset=utf-8",
-        session_id: str | None = None,
-        source: dict[str, Any] | None = None,
-        max_bytes: int | None = None,
-        retention: int | Forever | None = None,
-    ) -> tuple[ArtifactInfo, str]:
+    def open_lease(self, principal: Principal, new: NewArtifact) -> tuple[ArtifactInfo, str]:
         """Create an artifact whose writer lives elsewhere (a local server's client
-        placing blobs itself): the artifact and the lease token its publishes name."""
+        placing blobs itself): the artifact and the lease token its publishes name.
+        Only an HTTP upload may make one for another owner."""
         token = secrets.token_hex(16)
-        row = self._insert(
-            principal,
-            kind,
-            name,
-            media_type,
-            session_id,
-            source,
-            max_bytes,
-            None,
-            lease_token=token,
-            retention=retention,
-        )
+        row = self._insert(principal, new._replace(owner=None), lease_token=token)
         return info_of(row, self.clock.now()), token
 
     def _writer(
@@ -155,19 +92,9 @@ class Ingest(Part):
         )
 
     def _insert(
-        self,
-        principal: Principal,
-        kind: str,
-        name: str | None,
-        media_type: str,
-        session_id: str | None,
-        source: dict[str, Any] | None,
-        max_bytes: int | None,
-        owner: str | None,
-        *,
-        lease_token: str | None,
-        retention: int | Forever | None = None,
+        self, principal: Principal, new: NewArtifact, *, lease_token: str | None
     ) -> Artifact:
+        kind, name, media_type, session_id, source, max_bytes, owner, retention = new
         if owner is not None and owner != principal.name and not principal.is_admin:
             raise InvalidArgument("only admins can create artifacts for another owner")
         if max_bytes is not None and max_bytes <= 0:
@@ -293,7 +220,9 @@ class Ingest(Part):
             )
         total = max(total_bytes or 0, info.total_bytes, info.size_bytes)
         if error:
-            self._publisher.finish(artifact_id, None, "failed", total, None, error, source_update)
+            self._publisher.finish(
+                artifact_id, None, Ending("failed", total, None, error, source_update)
+            )
             return self._catalog.get(principal, artifact_id)
         content = self._reader.content(info)
         digest = hashlib.sha256()
@@ -303,11 +232,7 @@ class Ingest(Part):
         self._publisher.finish(
             artifact_id,
             None,
-            state,
-            total,
-            digest.hexdigest(),
-            None,
-            source_update,
+            Ending(state, total, digest.hexdigest(), None, source_update),
             hashed_size=content.size,
         )
         return self._catalog.get(principal, artifact_id)

@@ -20,14 +20,38 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from overspill.artifacts.errors import OverspillError
 from overspill.artifacts.newlines import count_newlines
 from overspill.artifacts.segments import SegmentPlacer, SegmentStager, StagedSegment
 
 if TYPE_CHECKING:
-    from overspill.artifacts.writer import ArtifactWriter
+    import threading
+    from collections import deque
+    from typing import Any
+
+
+class ProducerHost(Protocol):
+    """What a producer asks of the writer that owns it (``ArtifactWriter``): its
+    lock and state, where the next segment starts, and the hand-over to its
+    loop. A Protocol, so the producers never import the writer (no cycle)."""
+
+    id: str
+    base: int  # the artifact offset of the writer's first byte
+    segment_bytes: int
+    max_buffers: int
+    hasher: Any  # the running sha256 of the artifact's bytes
+    cond: threading.Condition  # guards everything below and the producer's state
+    pending: deque[Pending]
+    error: str | None
+    stopped: str | None
+
+    def next_offset_locked(self) -> int: ...
+    def hand_over_locked(self, item: Pending) -> None: ...
+    def wait_locked(self, blocked: Any) -> bool: ...
+    def fail_and_discard(self, message: str, *, cause: OverspillError | None = None) -> None: ...
+    def error_to_raise(self) -> OverspillError: ...
 
 
 class Pending(NamedTuple):
@@ -47,11 +71,11 @@ class Pending(NamedTuple):
 class Producer:
     """What the writer and its loop ask of a producer."""
 
-    def __init__(self, writer: ArtifactWriter) -> None:
+    def __init__(self, writer: ProducerHost) -> None:
         # Weakly: a strong reference would make writer and producer a cycle, and
         # a writer dropped without close() must be freed by refcounting at once
         # (its loop then ends and its lease lapses, see artifacts.writer._drive).
-        self.w: ArtifactWriter = weakref.proxy(writer)
+        self.w: ProducerHost = weakref.proxy(writer)
         self.fill = 0  # bytes of the current segment
         self.since = 0.0  # when the current segment got its first byte
         self.busy = False  # writing outside the lock: the loop must not cut now
@@ -94,7 +118,7 @@ class Producer:
 
 
 class BufferedProducer(Producer):
-    def __init__(self, writer: ArtifactWriter, stager: SegmentStager) -> None:
+    def __init__(self, writer: ProducerHost, stager: SegmentStager) -> None:
         super().__init__(writer)
         self._stager = stager
         # Segment buffers, reused: no reallocation churn, so RSS stays flat. A new
@@ -182,7 +206,7 @@ class BufferedProducer(Producer):
 
 
 class PlacingProducer(Producer):
-    def __init__(self, writer: ArtifactWriter, placer: SegmentPlacer) -> None:
+    def __init__(self, writer: ProducerHost, placer: SegmentPlacer) -> None:
         super().__init__(writer)
         self._placer = placer
         self._key: str | None = None  # the blob the current segment is placed into

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Sequence
 from contextlib import nullcontext
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import update
 
@@ -39,6 +39,7 @@ from overspill.artifacts.retention import effective_policy
 from overspill.artifacts.segments import StagedSegment
 from overspill.artifacts.spill_files import is_spill_path
 from overspill.artifacts.usage import bump_usage
+from overspill.artifacts.writes import Ending
 
 if TYPE_CHECKING:
     from overspill.artifacts.quotas import Quotas
@@ -182,11 +183,7 @@ class Publisher(Part):
         self,
         artifact_id: str,
         token: str | None,
-        state: str,
-        total: int,
-        sha: str | None,
-        error: str | None,
-        source_update: dict[str, Any] | None = None,
+        ending: Ending,
         *,
         hashed_size: int | None = None,
         local_writer: bool = False,
@@ -199,6 +196,7 @@ class Publisher(Part):
         file it wrote (``source_update["spill"] = {"path", "bytes"}``), which then
         follows the artifact; from anyone else the key is dropped, since the path
         means nothing (or the wrong thing) here."""
+        state, total, sha, error, source_update = ending
         source_update = dict(source_update or {})
         spill = source_update.pop("spill", None)
         if (
@@ -287,14 +285,5 @@ class Publication:
     def renew(self) -> None:
         self._publisher.renew(self._id, self._token)
 
-    def finish(
-        self,
-        state: str,
-        total: int,
-        sha256: str | None,
-        error: str | None,
-        source_update: dict[str, Any] | None,
-    ) -> None:
-        self._publisher.finish(
-            self._id, self._token, state, total, sha256, error, source_update, local_writer=True
-        )
+    def finish(self, ending: Ending) -> None:
+        self._publisher.finish(self._id, self._token, ending, local_writer=True)

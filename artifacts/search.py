@@ -30,7 +30,8 @@ from overspill.artifacts.records import (
 )
 
 if TYPE_CHECKING:
-    from overspill.artifacts.store import ArtifactStore
+    from overspill.artifacts.catalog import Catalog
+    from overspill.artifacts.reading import Reader
 
 _PAGE = 200  # outputs listed per page while searching
 
@@ -65,7 +66,7 @@ def _wanted(info: ArtifactInfo, q: SearchQuery) -> bool:
     return q.name is None or (info.name is not None and q.name in info.name)
 
 
-def search(store: ArtifactStore, principal: Principal, q: SearchQuery) -> SearchResult:
+def search(catalog: Catalog, reader: Reader, principal: Principal, q: SearchQuery) -> SearchResult:
     from overspill.artifacts.grep import compile_pattern  # a bad pattern fails at once
 
     compile_pattern(q.pattern, ignore_case=q.ignore_case, fixed=q.fixed)
@@ -83,14 +84,14 @@ def search(store: ArtifactStore, principal: Principal, q: SearchQuery) -> Search
     groups: list[SearchGroup] = []
     matches = searched = scanned = 0
     while True:
-        listed = store.list(principal, listing.model_copy(update={"cursor": page}))
+        listed = catalog.list(principal, listing.model_copy(update={"cursor": page}))
         items = listed.items
         if resume_id is not None:  # the output the last call stopped in, and on
             at = next((i for i, info in enumerate(items) if info.id == resume_id), None)
             items = items[at:] if at is not None else items
             resume_id = None
         items = [info for info in items if _wanted(info, q)]
-        contents = store.reader.listed_contents(items)
+        contents = reader.listed_contents(items)
         for info in items:
             if matches >= q.max_matches or scanned >= q.max_scan_bytes:
                 stopped = "max_matches" if matches >= q.max_matches else "max_scan_bytes"
@@ -105,7 +106,7 @@ def search(store: ArtifactStore, principal: Principal, q: SearchQuery) -> Search
                 offset=offset,
             )
             try:
-                res = store.reader.grep_content(
+                res = reader.grep_content(
                     info, contents[info.id], grep, scan_bytes=max(1, q.max_scan_bytes - scanned)
                 )
             except (Gone, NotFound):  # expired or deleted since it was listed

@@ -18,7 +18,10 @@ byte 0. Standard library only: the CLI's sinks implement them without the store.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    from overspill.artifacts.writes import Ending
 
 
 class StagedSegment(NamedTuple):
@@ -55,15 +58,8 @@ class SegmentPublisher(Protocol):
         """Extend the writer's lease."""
         ...
 
-    def finish(
-        self,
-        state: str,
-        total: int,
-        sha256: str | None,
-        error: str | None,
-        source_update: dict[str, Any] | None,
-    ) -> None:
-        """Record the final state; ``total`` is every byte offered, past a cap too."""
+    def finish(self, ending: Ending) -> None:
+        """Record how the writer ended."""
         ...
 
 
@@ -71,15 +67,7 @@ class FinishingPublisher(SegmentPublisher, Protocol):
     """A publisher whose every call is a round trip (a local server's socket):
     the writer hands it the last batch with the end, one request for both."""
 
-    def finish_with(
-        self,
-        last: Sequence[StagedSegment],
-        state: str,
-        total: int,
-        sha256: str | None,
-        error: str | None,
-        source_update: dict[str, Any] | None,
-    ) -> int:
+    def finish_with(self, last: Sequence[StagedSegment], ending: Ending) -> int:
         """Publish ``last`` and record the end, in one step; the bytes published
         (fewer than ``last`` holds if the owner's quota stopped them)."""
         ...

@@ -60,6 +60,7 @@ from overspill.artifacts.retention import Forever
 from overspill.artifacts.sweeper import Sweeper
 from overspill.artifacts.tokens import TokenStore
 from overspill.artifacts.writer import ArtifactWriter
+from overspill.artifacts.writes import NewArtifact
 
 LOW_DISK_BYTES = 16 * 1024 * 1024  # below this, /readyz says not ready
 
@@ -90,54 +91,18 @@ class ArtifactStore:
     # -- creating and writing (ingest) --------------------------------------------------
 
     def create(
-        self,
-        principal: Principal,
-        *,
-        kind: str = "output",
-        name: str | None = None,
-        media_type: str = "text/plain; charset=utf-8",
-        session_id: str | None = None,
-        source: dict[str, Any] | None = None,
-        max_bytes: int | None = None,
-        owner: str | None = None,
-        retention: int | Forever | None = None,
+        self, principal: Principal, new: NewArtifact | None = None, **fields: Any
     ) -> ArtifactInfo:
-        """An empty ``writing`` artifact for an HTTP upload."""
-        return self.ingest.create(
-            principal,
-            kind=kind,
-            name=name,
-            media_type=media_type,
-            session_id=session_id,
-            source=source,
-            max_bytes=max_bytes,
-            owner=owner,
-            retention=retention,
-        )
+        """An empty ``writing`` artifact for an HTTP upload: ``new``, or its fields
+        as keywords (``name=..., session_id=...``)."""
+        return self.ingest.create(principal, new or NewArtifact(**fields))
 
     def open_writer(
-        self,
-        principal: Principal,
-        *,
-        kind: str = "output",
-        name: str | None = None,
-        media_type: str = "text/plain; charset=utf-8",
-        session_id: str | None = None,
-        source: dict[str, Any] | None = None,
-        max_bytes: int | None = None,
-        retention: int | Forever | None = None,
+        self, principal: Principal, new: NewArtifact | None = None, **fields: Any
     ) -> ArtifactWriter:
-        """A new artifact and a streaming writer holding its lease."""
-        return self.ingest.open_writer(
-            principal,
-            kind=kind,
-            name=name,
-            media_type=media_type,
-            session_id=session_id,
-            source=source,
-            max_bytes=max_bytes,
-            retention=retention,
-        )
+        """A new artifact and a streaming writer holding its lease (``new``, or its
+        fields as keywords; never for another owner)."""
+        return self.ingest.open_writer(principal, new or NewArtifact(**fields))
 
     def attach_writer(self, principal: Principal, artifact_id: str, offset: int) -> ArtifactWriter:
         return self.ingest.attach_writer(principal, artifact_id, offset)
@@ -247,7 +212,7 @@ class ArtifactStore:
         """One pattern across the principal's own outputs (see ``search.py``)."""
         from overspill.artifacts.search import search
 
-        return search(self, principal, query)
+        return search(self.catalog, self.reader, principal, query)
 
     # -- cleanup (sweeper) --------------------------------------------------------------
 

@@ -51,6 +51,7 @@ from overspill.artifacts.segments import (
     StagedSegment,
     WriteResult,
 )
+from overspill.artifacts.writes import Ending
 
 
 class ArtifactWriter:
@@ -223,13 +224,15 @@ class ArtifactWriter:
         try:
             if self._finishing is not None:
                 published = self._finishing.finish_with(
-                    last, final, self.base + self._total, sha, err, source_update
+                    last, Ending(final, self.base + self._total, sha, err, source_update)
                 )
                 self.committed += published
                 if published < sum(seg.size for seg in last):  # the quota stopped them
                     final, sha = "capped", None
             else:
-                self._publisher.finish(final, self.base + self._total, sha, err, source_update)
+                self._publisher.finish(
+                    Ending(final, self.base + self._total, sha, err, source_update)
+                )
         except OverspillError as exc:
             err = err or exc.message
             if final in ("complete", "capped"):

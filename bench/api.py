@@ -29,7 +29,7 @@ RANGE = MiB
 def serve_ours(port: int, home: str) -> None:
     import uvicorn
 
-    from overspill.api.app import create_app
+    from overspill.api.server.app import create_app
     from overspill.artifacts.config import StoreSettings
     from overspill.artifacts.store import ArtifactStore
 

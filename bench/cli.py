@@ -194,7 +194,7 @@ def throughput(sizes: list[int], reps: int) -> dict[str, Any]:
 
 _GREPPERS = """
 import sys, threading, time
-from overspill.api.wire import Endpoint, WireClient
+from overspill.api.client.wire import Endpoint, WireClient
 url, token, art, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 def loop():
     c = WireClient(Endpoint.parse(url), token=token)
@@ -214,7 +214,7 @@ def serving(grep_mb: int, seconds: float) -> dict[str, Any]:
     """``overspill serve`` in a process of its own, as deployed; the 64 greps
     from another process, the measured reader from this one (a server that
     shared a process, and so a GIL, with its load would measure the load)."""
-    from overspill.api.wire import Endpoint, WireClient
+    from overspill.api.client.wire import Endpoint, WireClient
 
     home = tempfile.mkdtemp(prefix="ovs-bench-srv-")
     off = _env(home, OVERSPILL_LOCAL_SERVER="off")

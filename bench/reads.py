@@ -68,7 +68,7 @@ def make_log(path: Path, size: int) -> int:
 def serve(port: int, home: str) -> None:
     import uvicorn
 
-    from overspill.api.app import create_app
+    from overspill.api.server.app import create_app
     from overspill.api.settings import ServerSettings, Settings
     from overspill.artifacts.config import StoreSettings
     from overspill.artifacts.store import ArtifactStore
@@ -174,7 +174,7 @@ def main() -> None:
     windows = 200 if args.quick else 1000
     followers = 50 if args.quick else 200
 
-    from overspill.api.client import OverspillClient
+    from overspill.api.client.http import OverspillClient
     from overspill.artifacts.config import StoreSettings
     from overspill.artifacts.records import Principal
     from overspill.artifacts.store import ArtifactStore

@@ -12,7 +12,7 @@ import uvicorn
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from overspill.api.app import create_app
+from overspill.api.server.app import create_app
 from overspill.api.settings import ServerSettings, Settings
 from overspill.artifacts.store import ArtifactStore
 
@@ -59,7 +59,7 @@ def live_server(app: FastAPI) -> Iterator[str]:
 def serving(app: FastAPI) -> Iterator[tuple[str, uvicorn.Server]]:
     """``live_server``, on the listening socket ``overspill serve`` makes, and the
     uvicorn server too (for a look at its connections)."""
-    from overspill.api.server import tcp_socket
+    from overspill.api.server.running import tcp_socket
 
     sock = tcp_socket("127.0.0.1", 0)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")

@@ -181,8 +181,8 @@ def server_blob_url(
 @pytest.fixture(params=["in-process", "http"])
 def backend(request: pytest.FixtureRequest, store: ArtifactStore) -> Iterator[Any]:
     """Alice's Backend: the store in this process, or a real server over HTTP."""
-    from overspill.api.backend import LocalBackend
-    from overspill.api.client import OverspillClient
+    from overspill.api.client.http import OverspillClient
+    from overspill.api.client.in_process import LocalBackend
     from tests.api_helpers import live_server, make_api
     from tests.helpers import ALICE
 

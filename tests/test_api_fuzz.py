@@ -13,7 +13,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 
-from overspill.api.app import create_app
+from overspill.api.server.app import create_app
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.store import ArtifactStore
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from overspill.api.client import OverspillClient, RemoteSink
+from overspill.api.client.http import OverspillClient, RemoteSink
 from overspill.artifacts.errors import Gone, NotFound, OffsetConflict
 from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
 from overspill.artifacts.store import ArtifactStore

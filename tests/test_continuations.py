@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from overspill.api.backend import LocalBackend
-from overspill.api.client import OverspillClient
-from overspill.api.tools import ArtifactTools
+from overspill.api.agent.tools import ArtifactTools
+from overspill.api.client.http import OverspillClient
+from overspill.api.client.in_process import LocalBackend
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from overspill.api.backend import LocalBackend
-from overspill.api.saved import PreviewBuffer
-from overspill.api.tools import ArtifactTools
+from overspill.api.results import PreviewBuffer
+from overspill.api.agent.tools import ArtifactTools
+from overspill.api.client.in_process import LocalBackend
 from overspill.artifacts.errors import ConfigurationError
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell import ExecRequest, Executor, ShellSettings, StoreSink, failures

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from overspill.api.app import create_app
+from overspill.api.server.app import create_app
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from overspill.api.harnesses import budget_for
+from overspill.api.agent.harnesses import budget_for
 from overspill.shell.wording import find_calls
 from tests.harnesses.clients import (
     HARNESSES,

@@ -437,7 +437,7 @@ def test_no_number_a_schema_publishes_is_beyond_what_javascript_holds_exactly(
 
 def test_the_handshake_loads_neither_pydantic_nor_the_store_nor_the_sdk() -> None:
     code = (
-        "import sys, overspill.api.mcp_stdio\n"
+        "import sys, overspill.api.agent.mcp_stdio\n"
         "heavy = [m for m in ('pydantic', 'sqlalchemy', 'mcp', 'anyio', 'overspill.artifacts.store')"
         " if m in sys.modules]\n"
         "assert not heavy, heavy\n"

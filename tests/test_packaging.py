@@ -42,7 +42,7 @@ def test_the_wheel_holds_only_the_overspill_namespace(wheel: Path) -> None:
         "overspill/api/py.typed",
         "overspill/artifacts/py.typed",
         "overspill/shell/py.typed",
-        "overspill/api/static/app.js",
+        "overspill/api/server/static/app.js",
         "overspill/migrations/env.py",
         "overspill/migrations/script.py.mako",
         "overspill/migrations/versions/0001_initial_schema.py",
@@ -69,7 +69,7 @@ import os
 from overspill.artifacts.db.engine import migrations_dir
 assert os.path.isfile(os.path.join(migrations_dir(), "env.py")), migrations_dir()
 assert migrations_dir().startswith(sys.argv[1]), migrations_dir()
-from overspill.api.app import create_app
+from overspill.api.server.app import create_app
 create_app()  # the UI's assets and the MCP endpoint resolve inside the package
 print("ok")
 """

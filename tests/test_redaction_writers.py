@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from overspill.api.app import create_app
-from overspill.api.backend import LocalBackend
-from overspill.api.result_saver import saver_for
+from overspill.api.agent.result_saver import saver_for
+from overspill.api.client.in_process import LocalBackend
+from overspill.api.server.app import create_app
 from overspill.api.settings import ClientSettings, ServerSettings, Settings
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore

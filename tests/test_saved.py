@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from overspill.api.backend import Backend, LocalBackend
-from overspill.api.client import OverspillClient
-from overspill.api.result_saver import ResultSaver
-from overspill.api.saved import PreviewBuffer
+from overspill.api.agent.result_saver import ResultSaver
+from overspill.api.results import PreviewBuffer
+from overspill.api.client.http import OverspillClient
+from overspill.api.client.in_process import Backend, LocalBackend
 from overspill.artifacts.errors import InvalidArgument
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell.result_spill import (
@@ -318,7 +318,7 @@ def test_an_unreachable_server_stores_nothing_and_says_why(
 def test_a_tools_own_budget_applies_and_a_bad_one_is_refused_at_load(
     store: ArtifactStore,
 ) -> None:
-    from overspill.api.result_saver import tool_budgets
+    from overspill.api.agent.result_saver import tool_budgets
     from overspill.artifacts.errors import ConfigurationError
 
     budgets = tool_budgets("web_fetch=4KB, read_file=80000")
@@ -335,7 +335,7 @@ def test_a_tools_own_budget_applies_and_a_bad_one_is_refused_at_load(
 def test_a_never_persisted_tool_is_written_nowhere_and_says_so(
     store: ArtifactStore, tmp_path: Path
 ) -> None:
-    from overspill.api.result_saver import tool_names
+    from overspill.api.agent.result_saver import tool_names
     from overspill.artifacts.queries import ListQuery
 
     root = tmp_path / "r"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from overspill.api.backend import Backend, LocalBackend
-from overspill.api.tools import ArtifactTools
+from overspill.api.agent.tools import ArtifactTools
+from overspill.api.client.in_process import Backend, LocalBackend
 from overspill.artifacts.errors import InvalidArgument
 from overspill.artifacts.queries import GrepQuery, SearchQuery
 from overspill.artifacts.records import Principal

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from overspill.api.app import create_app
-from overspill.api.wire import Endpoint, WireClient
+from overspill.api.client.wire import Endpoint, WireClient
+from overspill.api.server.app import create_app
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.errors import StorageUnavailable, TooManyRequests
 from overspill.artifacts.store import ArtifactStore

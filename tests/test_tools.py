@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from overspill.api.backend import Backend, LocalBackend
-from overspill.api.client import OverspillClient
-from overspill.api.tools import TOOL_DEFINITIONS, ArtifactTools
+from overspill.api.agent.tools import TOOL_DEFINITIONS, ArtifactTools
+from overspill.api.client.http import OverspillClient
+from overspill.api.client.in_process import Backend, LocalBackend
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell.wording import find_calls
 from tests.api_helpers import live_server, make_api

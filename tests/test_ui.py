@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from overspill.api.app import create_app
+from overspill.api.server.app import create_app
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
 from tests.api_helpers import live_server

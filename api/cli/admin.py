@@ -7,10 +7,10 @@ import json
 import sys
 from typing import Any
 
-from overspill.api.calls import JSON, ApiCalls
 from overspill.api.cli.context import EXIT_ERROR, CliContext, CliError, duration, positive, size
 from overspill.api.cli.manage import parse_retention
 from overspill.api.cli.text import time_of, when
+from overspill.api.client.calls import JSON, ApiCalls
 from overspill.artifacts.units import format_bytes, format_duration
 
 # What "inherit" is written as on the command line: the field is cleared and

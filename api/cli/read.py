@@ -18,10 +18,10 @@ import sys
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from overspill.api.calls import JSON, ApiCalls
 from overspill.api.cli.context import EXIT_ERROR, CliContext, CliError, positive, size
 from overspill.api.cli.progress import Progress
 from overspill.api.cli.text import exit_status, table, terminal_width, time_of, when
+from overspill.api.client.calls import JSON, ApiCalls
 from overspill.artifacts.errors import OverspillError
 from overspill.artifacts.units import format_bytes
 from overspill.shell.wording import redaction_note

@@ -133,12 +133,12 @@ def sink(ctx: CliContext) -> DeferredSink:
 
     def build() -> OutputSink:
         if c.url:
-            from overspill.api.sinks import RemoteSink
+            from overspill.api.client.sinks import RemoteSink
 
             return RemoteSink(ctx.client(), session_id=c.session_id, max_bytes=max_bytes)
         if c.local_server:
-            from overspill.api.local import LocalServer, LocalServerUnavailable
-            from overspill.api.sinks import LocalServerSink
+            from overspill.api.client.local_server import LocalServer, LocalServerUnavailable
+            from overspill.api.client.sinks import LocalServerSink
 
             try:
                 client = LocalServer(settings).client(c.owner, "admin")

@@ -13,9 +13,9 @@ import json
 import sys
 from typing import Any
 
-from overspill.api.calls import ApiCalls
 from overspill.api.cli.context import CliContext, positive
 from overspill.api.cli.progress import Progress
+from overspill.api.client.calls import ApiCalls
 from overspill.artifacts.bounds import MAX_SEARCH_MATCHES as _MAX_PAGE  # the server's bound
 
 

@@ -26,8 +26,8 @@ import threading
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
-from overspill.api.harnesses import Budget, budget_for
-from overspill.api.mcp_table import (
+from overspill.api.agent.harnesses import Budget, budget_for
+from overspill.api.agent.mcp_table import (
     BASH_TOOLS,
     INSTRUCTIONS,
     RESOURCE_TEMPLATE,
@@ -37,8 +37,8 @@ from overspill.api.mcp_table import (
 from overspill.api.version import VERSION
 
 if TYPE_CHECKING:
-    from overspill.api.cli.context import CliContext
-    from overspill.api.tools.handlers import ToolResult
+    from overspill.api.agent.tools.handlers import ToolResult
+    from overspill.api.settings import Settings
 
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """The revisions whose initialize handshake this server speaks (newest last)."""
@@ -55,28 +55,27 @@ class Runtime:
     """What a tool call needs (settings, the store or a server, the executor),
     built once, on a thread, after the handshake."""
 
-    def __init__(self, ctx: CliContext, budget: Budget) -> None:
-        from overspill.api.bash_tools import BashTools
-        from overspill.api.result_saver import saver_for
-        from overspill.api.tools.handlers import ArtifactTools
+    def __init__(self, settings: Settings, budget: Budget) -> None:
+        from overspill.api.agent.bash_tools import BashTools
+        from overspill.api.agent.result_saver import saver_for
+        from overspill.api.agent.tools.handlers import ArtifactTools
         from overspill.shell import Executor
         from overspill.shell.redact.policy import Redaction
         from overspill.shell.sink import OutputSink
 
-        settings = ctx.settings
         client, shell = settings.client, settings.shell
         redaction = Redaction.from_settings(shell)
         backend: Any
         sink: OutputSink
         if client.url:
-            from overspill.api.client import OverspillClient
+            from overspill.api.client.http import OverspillClient
 
             remote = OverspillClient(client.url, client.token)
             backend = remote
             sink = remote.sink(session_id=client.session_id, max_bytes=shell.stream_max_bytes)
         else:
-            from overspill.api.backend import LocalBackend, redaction_for
             from overspill.api.cleanup import PeriodicSweeper
+            from overspill.api.client.in_process import LocalBackend, redaction_for
             from overspill.artifacts.records import Principal
             from overspill.artifacts.store import ArtifactStore
             from overspill.shell import StoreSink
@@ -110,8 +109,8 @@ class Runtime:
         return self.tools.handle(name, arguments)
 
     def read_resource(self, uri: str) -> str:
-        from overspill.api.tools.arguments import ToolArgumentError
-        from overspill.api.tools.resources import read_arguments
+        from overspill.api.agent.tools.arguments import ToolArgumentError
+        from overspill.api.agent.tools.resources import read_arguments
         from overspill.shell.wording import tool_error
 
         try:
@@ -323,7 +322,7 @@ class StdioServer:
                 pass  # the agent is gone; the loop ends at its EOF
 
 
-def serve(ctx: CliContext) -> None:
+def serve(settings: Settings) -> None:
     """Serve one agent on this process's stdin and stdout until it disconnects.
 
     The protocol owns the real stdout: anything else that prints (a library's
@@ -331,8 +330,8 @@ def serve(ctx: CliContext) -> None:
     out = sys.stdout.buffer
     sys.stdout = sys.stderr
     server = StdioServer(
-        lambda budget: Runtime(ctx, budget),
+        lambda budget: Runtime(settings, budget),
         out,
-        configured_budget=ctx.settings.client.answer_budget,
+        configured_budget=settings.client.answer_budget,
     )
     server.serve(sys.stdin.buffer)

@@ -33,8 +33,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from overspill.api.client.wire import Endpoint, Unreachable, WireClient
 from overspill.api.version import VERSION
-from overspill.api.wire import Endpoint, Unreachable, WireClient
 from overspill.artifacts.errors import BY_CODE, OverspillError, StorageUnavailable
 from overspill.artifacts.home import ensure_home
 

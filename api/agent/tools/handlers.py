@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from overspill.api.backend import Backend
-from overspill.api.tools.answers import (
+from overspill.api.agent.tools.answers import (
     coverage_of,
     data,
     end_of,
@@ -27,9 +26,15 @@ from overspill.api.tools.answers import (
     line_span,
     searched_all,
 )
-from overspill.api.tools.arguments import ToolArgumentError, check_arguments
-from overspill.api.tools.schemas import DEFAULT_CHARS, MAX_CHARS, save_definition, tool_definitions
-from overspill.api.tools.search import search_answer
+from overspill.api.agent.tools.arguments import ToolArgumentError, check_arguments
+from overspill.api.agent.tools.schemas import (
+    DEFAULT_CHARS,
+    MAX_CHARS,
+    save_definition,
+    tool_definitions,
+)
+from overspill.api.agent.tools.search import search_answer
+from overspill.api.client.in_process import Backend
 from overspill.artifacts.errors import Gone, OverspillError
 from overspill.artifacts.grep_groups import Groups, Row
 from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery

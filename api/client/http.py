@@ -12,10 +12,10 @@ import builtins
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from overspill.api.calls import ApiCalls
-from overspill.api.saved import SavedResult, SaveRequest
-from overspill.api.sinks import RemoteSink
-from overspill.api.wire import Endpoint, WireClient
+from overspill.api.client.calls import ApiCalls
+from overspill.api.client.sinks import RemoteSink
+from overspill.api.client.wire import Endpoint, WireClient
+from overspill.api.results import SavedResult, SaveRequest
 from overspill.artifacts.audit import AuditEntry
 from overspill.artifacts.gc_pause import cyclic_gc_paused
 from overspill.artifacts.policies import PolicySpec, PolicyView, Preview

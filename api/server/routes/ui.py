@@ -19,7 +19,7 @@ from importlib import resources
 
 from fastapi import APIRouter, Request, Response
 
-from overspill.api.errors import error_response
+from overspill.api.server.errors import error_response
 
 _CSP = "; ".join(
     [
@@ -59,9 +59,9 @@ class _Asset:
 
 @functools.cache
 def _load_assets() -> dict[str, _Asset]:
-    """Every file shipped in api/static, read once; nothing else is ever served."""
+    """Every file shipped in api/server/static, read once; nothing else is ever served."""
     assets: dict[str, _Asset] = {}
-    for entry in resources.files("overspill.api").joinpath("static").iterdir():
+    for entry in resources.files("overspill.api.server").joinpath("static").iterdir():
         suffix = "." + entry.name.rsplit(".", 1)[-1]
         if entry.is_file() and suffix in _TYPES:
             body = entry.read_bytes()

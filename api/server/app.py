@@ -17,17 +17,15 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from starlette.routing import Route
 
-from overspill.api import (
-    errors,
-    routes_admin,
-    routes_artifacts,
-    routes_ops,
-    routes_reads,
-    routes_results,
-    routes_search,
-)
-from overspill.api.limits import PrincipalLimit
-from overspill.api.metrics import Metrics
+from overspill.api.server import errors
+from overspill.api.server.limits import PrincipalLimit
+from overspill.api.server.metrics import Metrics
+from overspill.api.server.routes import admin as routes_admin
+from overspill.api.server.routes import artifacts as routes_artifacts
+from overspill.api.server.routes import ops as routes_ops
+from overspill.api.server.routes import reads as routes_reads
+from overspill.api.server.routes import results as routes_results
+from overspill.api.server.routes import search as routes_search
 from overspill.api.settings import Settings
 from overspill.api.version import VERSION
 from overspill.artifacts.records import Principal
@@ -103,11 +101,11 @@ def create_app(
     app.include_router(routes_ops.router)
     mcp = None
     if local:
-        from overspill.api import routes_local
+        from overspill.api.server.routes import local as routes_local
 
         app.include_router(routes_local.router)
     else:
-        from overspill.api import routes_ui
+        from overspill.api.server.routes import ui as routes_ui
 
         _offline_docs(app)
         app.include_router(routes_ui.make_router())
@@ -199,10 +197,10 @@ def _offline_docs(app: FastAPI) -> None:
 
 def _mcp(app: FastAPI) -> Any:
     """The MCP endpoint: the artifact tools (no bash) for each token's principal."""
-    from overspill.api.backend import LocalBackend, redaction_for
-    from overspill.api.mcp_server import McpHttp
-    from overspill.api.result_saver import saver_for
-    from overspill.api.tools import ArtifactTools
+    from overspill.api.agent.result_saver import saver_for
+    from overspill.api.agent.tools import ArtifactTools
+    from overspill.api.client.in_process import LocalBackend, redaction_for
+    from overspill.api.server.mcp_http import McpHttp
 
     shell = app.state.settings.shell  # read once, here, not per call
 

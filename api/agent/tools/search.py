@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from overspill.api.backend import Backend
-from overspill.api.tools.answers import grep_row
+from overspill.api.agent.tools.answers import grep_row
+from overspill.api.client.in_process import Backend
 from overspill.artifacts.queries import SearchQuery
 from overspill.artifacts.search import resume_cursor
 from overspill.shell.wording import call, count

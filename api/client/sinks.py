@@ -20,10 +20,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from overspill.api.wire import Unreachable, WireClient
+from overspill.api.client.wire import Unreachable, WireClient
 from overspill.artifacts.errors import OverspillError
 from overspill.artifacts.segments import StagedSegment
 from overspill.artifacts.writer import ArtifactWriter
+from overspill.artifacts.writes import Ending
 from overspill.shell.results import ArtifactRef
 from overspill.shell.sink import SinkStream
 
@@ -113,19 +114,12 @@ class HttpAppends:
             "PATCH", f"/v1/artifacts/{self._id}/content", params={"offset": self.size}, body=b""
         )
 
-    def finish(
-        self,
-        state: str,
-        total: int,
-        sha256: str | None,
-        error: str | None,
-        source_update: dict[str, Any] | None,
-    ) -> None:
+    def finish(self, ending: Ending) -> None:
         # /complete's "error" marks an upload failed; a quota stop is not a failure
         # (the stored prefix stands, and the total beyond it makes it capped).
-        body: dict[str, Any] = {"source": source_update or {}, "total_bytes": total}
-        if error and state == "failed":
-            body["error"] = error[:2000]
+        body: dict[str, Any] = {"source": ending.source_update or {}, "total_bytes": ending.total}
+        if ending.error and ending.state == "failed":
+            body["error"] = ending.error[:2000]
         self._client.json("POST", f"/v1/artifacts/{self._id}/complete", json_body=body)
 
 
@@ -198,33 +192,18 @@ class SocketPublisher:
             "POST", f"/v1/local/writers/{self._id}/renew", json_body={"lease": self._lease}
         )
 
-    def finish(
-        self,
-        state: str,
-        total: int,
-        sha256: str | None,
-        error: str | None,
-        source_update: dict[str, Any] | None,
-    ) -> None:
-        self.finish_with([], state, total, sha256, error, source_update)
+    def finish(self, ending: Ending) -> None:
+        self.finish_with([], ending)
 
-    def finish_with(
-        self,
-        last: Sequence[StagedSegment],
-        state: str,
-        total: int,
-        sha256: str | None,
-        error: str | None,
-        source_update: dict[str, Any] | None,
-    ) -> int:
+    def finish_with(self, last: Sequence[StagedSegment], ending: Ending) -> int:
         body = {
             "lease": self._lease,
             "segments": [_segment(s) for s in last],
-            "state": state,
-            "total_bytes": total,
-            "sha256": sha256,
-            "error": error[:2000] if error else None,
-            "source": source_update or {},
+            "state": ending.state,
+            "total_bytes": ending.total,
+            "sha256": ending.sha256,
+            "error": ending.error[:2000] if ending.error else None,
+            "source": ending.source_update or {},
         }
         answer = self._client.json("POST", f"/v1/local/writers/{self._id}/finish", json_body=body)
         self.info = answer["artifact"]

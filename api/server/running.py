@@ -21,12 +21,12 @@ from typing import Any
 
 import uvicorn
 
-from overspill.api.app import create_app
 from overspill.api.cleanup import PeriodicSweeper, sweep_soon
-from overspill.api.local import RUN_LOCK, fingerprint, flocked, socket_path
+from overspill.api.client.local_server import RUN_LOCK, fingerprint, flocked, socket_path
+from overspill.api.client.wire import Endpoint
+from overspill.api.server.app import create_app
 from overspill.api.settings import Settings
 from overspill.api.version import VERSION
-from overspill.api.wire import Endpoint
 from overspill.artifacts.errors import ConfigurationError, OverspillError
 from overspill.artifacts.home import ensure_home
 from overspill.artifacts.store import ArtifactStore

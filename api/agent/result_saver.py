@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from overspill.api.saved import (
+from overspill.api.results import (
     DEFAULT_BUDGET,
     PreviewBuffer,
     SavedResult,

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from overspill.api.deps import PrincipalDep, StoreDep
+from overspill.api.server.deps import PrincipalDep, StoreDep
 from overspill.artifacts.errors import StorageUnavailable
 from overspill.artifacts.records import Principal
 

@@ -21,12 +21,13 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from overspill.api.deps import PrincipalDep, StoreDep
-from overspill.api.routes_artifacts import CreateArtifact
+from overspill.api.server.deps import PrincipalDep, StoreDep
+from overspill.api.server.routes.artifacts import CreateArtifact
 from overspill.artifacts.blobs.base import AppendableBlobStore
 from overspill.artifacts.bounds import MAX_OFFSET
 from overspill.artifacts.inputs import check_source, check_text
 from overspill.artifacts.segments import StagedSegment
+from overspill.artifacts.writes import Ending
 
 router = APIRouter(prefix="/v1/local", include_in_schema=False)
 
@@ -75,16 +76,7 @@ class Finish(Lease):
 @router.post("/writers", status_code=201)
 def open_writer(body: CreateArtifact, store: StoreDep, who: PrincipalDep) -> dict[str, Any]:
     """An artifact with a lease, for a writer that stores its own blobs."""
-    info, token = store.ingest.open_lease(
-        who,
-        kind=body.kind,
-        name=body.name,
-        media_type=body.media_type,
-        session_id=body.session_id,
-        source=body.source,
-        max_bytes=body.max_bytes,
-        retention=body.retention,
-    )
+    info, token = store.ingest.open_lease(who, body.new())
     blobs = store.blobs
     s = store.settings
     root = getattr(blobs, "root", None) if isinstance(blobs, AppendableBlobStore) else None
@@ -127,14 +119,7 @@ def finish(artifact_id: str, body: Finish, store: StoreDep, who: PrincipalDep) -
         published, stop = store.publisher.publish(artifact_id, body.lease, staged)
         if stop:  # the owner's quota: the prefix stands, the rest is not stored
             state, sha, error = "capped", None, stop
-    store.publisher.finish(
-        artifact_id,
-        body.lease,
-        state,
-        body.total_bytes,
-        sha,
-        error,
-        source,
-        local_writer=True,  # the socket's owner, on this machine
-    )
+    ending = Ending(state, body.total_bytes, sha, error, source)
+    # The socket's owner is on this machine: its legacy spill file may be recorded.
+    store.publisher.finish(artifact_id, body.lease, ending, local_writer=True)
     return {"artifact": store.get(who, artifact_id).model_dump(mode="json"), "published": published}

@@ -11,9 +11,9 @@ import itertools
 import threading
 from typing import Any
 
-from overspill.api.tools import ToolResult
-from overspill.api.tools.arguments import ToolArgumentError, check_arguments
-from overspill.api.tools.schemas import BASH_DEFINITIONS
+from overspill.api.agent.tools import ToolResult
+from overspill.api.agent.tools.arguments import ToolArgumentError, check_arguments
+from overspill.api.agent.tools.schemas import BASH_DEFINITIONS
 from overspill.shell import ExecRequest, ExecResult, Executor, InvalidRequest, SpawnError
 from overspill.shell.executor import BackgroundJob
 from overspill.shell.render import status_markers

@@ -11,9 +11,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from overspill.api.deps import StoreDep
-from overspill.api.errors import RESPONSES
-from overspill.api.routes_reads import _LIMITED, ExpensiveDep
+from overspill.api.server.deps import StoreDep
+from overspill.api.server.errors import RESPONSES
+from overspill.api.server.routes.reads import _LIMITED, ExpensiveDep
 from overspill.artifacts.queries import SearchQuery
 from overspill.artifacts.records import SearchResult
 

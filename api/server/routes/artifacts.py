@@ -15,8 +15,8 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import ClientDisconnect
 
-from overspill.api.deps import PrincipalDep, RedactionDep, StoreDep
-from overspill.api.errors import RESPONSES, ErrorBody
+from overspill.api.server.deps import PrincipalDep, RedactionDep, StoreDep
+from overspill.api.server.errors import RESPONSES, ErrorBody
 from overspill.artifacts.bounds import MAX_OFFSET
 from overspill.artifacts.errors import InvalidArgument, StorageUnavailable
 from overspill.artifacts.queries import ListQuery
@@ -25,6 +25,7 @@ from overspill.artifacts.records import (
     ArtifactPage,
 )
 from overspill.artifacts.retention import MAX_RETENTION_S
+from overspill.artifacts.writes import Ending, NewArtifact
 from overspill.shell.redact.stream import StreamRedactor
 
 router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"], responses=RESPONSES)
@@ -46,6 +47,15 @@ class CreateArtifact(BaseModel):
         None, description="Seconds from creation, or 'forever' where an admin allows it"
     )
     owner: str | None = Field(None, max_length=200, description="Admins only")
+
+    def new(self) -> NewArtifact:
+        """The store's record of this request (``retention`` checked here: the one
+        place a client names it)."""
+        if isinstance(self.retention, int) and not 0 < self.retention <= MAX_RETENTION_S:
+            raise InvalidArgument(
+                f"retention must be between 1 and {MAX_RETENTION_S} seconds, or 'forever'"
+            )
+        return NewArtifact(**self.model_dump())
 
 
 class Complete(BaseModel):
@@ -78,23 +88,7 @@ class RetentionChange(BaseModel):
 )
 def create_artifact(body: CreateArtifact, store: StoreDep, who: PrincipalDep) -> ArtifactInfo:
     """Create an empty artifact in state `writing`; upload with PUT or PATCH content."""
-    if isinstance(body.retention, int) and (
-        body.retention <= 0 or body.retention > MAX_RETENTION_S
-    ):
-        raise InvalidArgument(
-            f"retention must be between 1 and {MAX_RETENTION_S} seconds, or 'forever'"
-        )
-    return store.create(
-        who,
-        kind=body.kind,
-        name=body.name,
-        media_type=body.media_type,
-        session_id=body.session_id,
-        source=body.source,
-        max_bytes=body.max_bytes,
-        owner=body.owner,
-        retention=body.retention,
-    )
+    return store.create(who, body.new())
 
 
 class ClientGone(InvalidArgument):
@@ -129,18 +123,10 @@ async def _stream_into(
         await run_in_threadpool(store.end_append, writer, offset)
         stored = offset + writer.stored_bytes
         log.info("upload to %s ended: the client disconnected after %d bytes", artifact_id, stored)
-        await run_in_threadpool(
-            store.publisher.finish,
-            artifact_id,
-            None,
-            "incomplete",
-            offset + writer.total_bytes,
-            None,
-            f"the client disconnected mid-upload; {stored} bytes were stored",
-        )
-        raise ClientGone(
-            f"the client disconnected mid-upload; {stored} bytes were stored"
-        ) from None
+        said = f"the client disconnected mid-upload; {stored} bytes were stored"
+        ending = Ending("incomplete", offset + writer.total_bytes, None, said)
+        await run_in_threadpool(store.publisher.finish, artifact_id, None, ending)
+        raise ClientGone(said) from None
     except BaseException:
         await run_in_threadpool(store.end_append, writer, offset)
         raise

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from overspill.api.cleanup import run_cleanup
-from overspill.api.deps import AdminDep, StoreDep
-from overspill.api.errors import RESPONSES, ErrorBody
+from overspill.api.server.deps import AdminDep, StoreDep
+from overspill.api.server.errors import RESPONSES, ErrorBody
 from overspill.artifacts.audit import AuditEntry
 from overspill.artifacts.bounds import MAX_OFFSET
 from overspill.artifacts.errors import InvalidArgument

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Protocol
 
-from overspill.api.saved import SavedResult, SaveRequest, save_stream
+from overspill.api.results import SavedResult, SaveRequest, save_stream
 from overspill.artifacts.follow import Backoff
 from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, SearchQuery
 from overspill.artifacts.records import (
