@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from overspill.api.results import PreviewBuffer
 from overspill.api.agent.tools import ArtifactTools
 from overspill.api.client.in_process import LocalBackend
+from overspill.api.results import PreviewBuffer
 from overspill.artifacts.errors import ConfigurationError
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell import ExecRequest, Executor, ShellSettings, StoreSink, failures

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from overspill.api.agent.result_saver import ResultSaver
-from overspill.api.results import PreviewBuffer
 from overspill.api.client.http import OverspillClient
 from overspill.api.client.in_process import Backend, LocalBackend
+from overspill.api.results import PreviewBuffer
 from overspill.artifacts.errors import InvalidArgument
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell.result_spill import (
