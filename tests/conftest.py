@@ -180,14 +180,14 @@ def server_blob_url(
 
 @pytest.fixture(params=["in-process", "http"])
 def backend(request: pytest.FixtureRequest, store: ArtifactStore) -> Iterator[Any]:
-    """Alice's Backend: the store in this process, or a real server over HTTP."""
+    """Alice's StoreClient: the store in this process, or a real server over HTTP."""
     from overspill.api.client.http import OverspillClient
-    from overspill.api.client.in_process import LocalBackend
+    from overspill.api.client.in_process import InProcessClient
     from tests.api_helpers import live_server, make_api
     from tests.helpers import ALICE
 
     if request.param == "in-process":
-        yield LocalBackend(store, ALICE)
+        yield InProcessClient(store, ALICE)
     else:
         api = make_api(store)
         with live_server(api.app) as url, OverspillClient(url, api.alice) as client:

@@ -24,7 +24,7 @@ import pytest
 
 from overspill.api.agent.tools import ArtifactTools
 from overspill.api.client.http import OverspillClient
-from overspill.api.client.in_process import LocalBackend
+from overspill.api.client.in_process import InProcessClient
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
@@ -91,7 +91,7 @@ def ask(request: pytest.FixtureRequest, home: tuple[Path, dict[str, str]]) -> It
         return
     store = ArtifactStore.open(StoreSettings(home=path))
     if request.param == "tools":
-        tools = ArtifactTools(LocalBackend(store, OWNER))
+        tools = ArtifactTools(InProcessClient(store, OWNER))
         yield lambda name, args: _text(tools.handle(name, args))
     else:
         api = make_api(store)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from overspill.api.agent.tools import ArtifactTools
-from overspill.api.client.in_process import LocalBackend
+from overspill.api.client.in_process import InProcessClient
 from overspill.api.results import PreviewBuffer
 from overspill.artifacts.errors import ConfigurationError
 from overspill.artifacts.store import ArtifactStore
@@ -152,7 +152,7 @@ def test_the_printed_grep_lists_every_failure_line_as_counted(store: ArtifactSto
     text = run(store, command, legacy_spill=False, max_output_bytes=8_000)
     grep_calls = [c for c in find_calls(text) if c[0] == "artifact_grep" and "<" not in str(c[1])]
     name, args = grep_calls[0]
-    tools = ArtifactTools(LocalBackend(store, ALICE))
+    tools = ArtifactTools(InProcessClient(store, ALICE))
     found: list[int] = []
     for _ in range(100):
         answer = tools.handle(name, args)

@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from overspill.api.agent.result_saver import saver_for
-from overspill.api.client.in_process import LocalBackend
+from overspill.api.client.in_process import InProcessClient
 from overspill.api.server.app import create_app
 from overspill.api.settings import ClientSettings, ServerSettings, Settings
 from overspill.artifacts.records import Principal
@@ -99,7 +99,7 @@ def test_the_in_process_saver_masks_the_store_and_the_legacy_file_alike(
     store: ArtifactStore, tmp_path: Path
 ) -> None:
     shell = ShellSettings(**SETTINGS, result_spill_dir=str(tmp_path / "results"))
-    backend = LocalBackend(store, AGENT, redaction=Redaction.from_settings(shell))
+    backend = InProcessClient(store, AGENT, redaction=Redaction.from_settings(shell))
     saved = saver_for(backend, shell, session_id="s1", legacy=True).save(
         CONTENT + "x" * 60_000, tool="web_fetch"
     )

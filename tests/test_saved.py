@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from overspill.api.agent.result_saver import ResultSaver
+from overspill.api.client.api import StoreClient
 from overspill.api.client.http import OverspillClient
-from overspill.api.client.in_process import Backend, LocalBackend
+from overspill.api.client.in_process import InProcessClient
 from overspill.api.results import PreviewBuffer
 from overspill.artifacts.errors import InvalidArgument
 from overspill.artifacts.store import ArtifactStore
@@ -33,11 +34,11 @@ def chunks(data: bytes, size: int = 7777) -> Iterator[bytes]:
         yield data[i : i + size]
 
 
-def stored(backend: Backend, art: str) -> bytes:
+def stored(backend: StoreClient, art: str) -> bytes:
     return b"".join(backend.iter_content(art))
 
 
-def test_saved_content_comes_back_byte_exact_with_its_counts(backend: Backend) -> None:
+def test_saved_content_comes_back_byte_exact_with_its_counts(backend: StoreClient) -> None:
     data = "".join(f"{i} ✓ ok\n" for i in range(30000)).encode()
     saved = ResultSaver(backend, session_id="conv").save(
         chunks(data), tool="web_fetch", name="page.txt", source={"url": "http://127.0.0.1/x"}
@@ -49,7 +50,7 @@ def test_saved_content_comes_back_byte_exact_with_its_counts(backend: Backend) -
     assert info.source == {"url": "http://127.0.0.1/x", "tool": "web_fetch"}
 
 
-def test_the_notice_is_pinned_whole(backend: Backend) -> None:
+def test_the_notice_is_pinned_whole(backend: StoreClient) -> None:
     data = b"".join(b"%05d\n" % i for i in range(20000))
     saved = ResultSaver(backend).save(data, tool="t", budget=2000)
     info = backend.get(saved.id or "")
@@ -74,7 +75,7 @@ def test_the_notice_is_pinned_whole(backend: Backend) -> None:
     "kind",
     ["ascii", "multibyte", "one-giant-line"],
 )
-def test_the_preview_stays_within_its_budget(backend: Backend, kind: str) -> None:
+def test_the_preview_stays_within_its_budget(backend: StoreClient, kind: str) -> None:
     data = {
         "ascii": b"abc def\n" * 40000,
         "multibyte": "日本語のテキスト😀\n".encode() * 20000,
@@ -88,18 +89,18 @@ def test_the_preview_stays_within_its_budget(backend: Backend, kind: str) -> Non
         assert stored(backend, saved.id) == data
 
 
-def test_content_that_fits_is_its_own_preview(backend: Backend) -> None:
+def test_content_that_fits_is_its_own_preview(backend: StoreClient) -> None:
     saved = ResultSaver(backend).save("small result\n", tool="t")
     assert saved.preview == "small result\n" and saved.omitted_bytes == 0
 
 
-def test_a_budget_outside_the_bounds_is_refused(backend: Backend) -> None:
+def test_a_budget_outside_the_bounds_is_refused(backend: StoreClient) -> None:
     with pytest.raises(InvalidArgument):
         ResultSaver(backend).save("x", tool="t", budget=10)
 
 
 def test_an_empty_result_is_refused_and_leaves_nothing(
-    backend: Backend, store: ArtifactStore, tmp_path: Path
+    backend: StoreClient, store: ArtifactStore, tmp_path: Path
 ) -> None:
     from overspill.artifacts.queries import ListQuery
 
@@ -115,7 +116,7 @@ def test_a_storage_failure_keeps_nothing_and_says_why(store: ArtifactStore, tmp_
     from tests.test_store import _break_blob_backend
 
     _break_blob_backend(store)
-    saver = ResultSaver(LocalBackend(store, ALICE), legacy=True, legacy_root=str(tmp_path / "r"))
+    saver = ResultSaver(InProcessClient(store, ALICE), legacy=True, legacy_root=str(tmp_path / "r"))
     saved = saver.save(b"x" * 20_000_000, tool="t")
     assert saved.id is None and saved.preview == ""
     assert saved.error and saved.error.startswith("the result could not be stored: ")
@@ -128,7 +129,7 @@ def test_the_legacy_file_has_the_replaced_layout_and_modes(
 ) -> None:
     root = tmp_path / "spill"
     saver = ResultSaver(
-        LocalBackend(store, ALICE), session_id="sess", legacy=True, legacy_root=str(root)
+        InProcessClient(store, ALICE), session_id="sess", legacy=True, legacy_root=str(root)
     )
     data = b"row\n" * 50_000
     saved = saver.save(chunks(data), tool="read_file", name="/etc/../a b/report.log")
@@ -228,7 +229,7 @@ def test_a_shared_configured_root_keeps_its_mode_and_gets_a_private_dir_inside(
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(mode)
-    saver = ResultSaver(LocalBackend(store, ALICE), legacy=True, legacy_root=str(shared))
+    saver = ResultSaver(InProcessClient(store, ALICE), legacy=True, legacy_root=str(shared))
     saved = saver.save(b"row\n" * 20_000, tool="t", name="r.txt")
     assert stat.S_IMODE(os.stat(shared).st_mode) == mode  # never changed
     path = Path(saved.legacy_path or "")
@@ -246,7 +247,7 @@ def test_a_session_dir_open_to_others_is_refused_not_chmodded(
     session = root / session_dir_name("s")
     session.mkdir()
     session.chmod(0o777)
-    saver = ResultSaver(LocalBackend(store, ALICE), legacy=True, legacy_root=str(root))
+    saver = ResultSaver(InProcessClient(store, ALICE), legacy=True, legacy_root=str(root))
     saved = saver.save(b"row\n" * 20_000, tool="t", session_id="s")
     assert saved.id and saved.legacy_path is None  # stored; the legacy file was not written
     assert stat.S_IMODE(os.stat(session).st_mode) == 0o777 and not any(session.iterdir())
@@ -286,14 +287,14 @@ def test_the_sweep_reaches_private_roots_made_inside_a_shared_configured_root(
     assert sweep_old_result_files(30, root=str(shared), tmpdir=str(tmp_path / "t")) == 1
 
 
-def test_a_long_or_control_character_name_still_saves(backend: Backend) -> None:
+def test_a_long_or_control_character_name_still_saves(backend: StoreClient) -> None:
     saved = ResultSaver(backend).save(b"x\n" * 40_000, tool="web_fetch", name="u\x00" + "a" * 900)
     assert saved.id and saved.error is None
     name = backend.get(saved.id).name or ""
     assert len(name) == 500 and "\x00" not in name and name.endswith("…")
 
 
-def test_a_bad_session_id_is_one_sentence_naming_it(backend: Backend) -> None:
+def test_a_bad_session_id_is_one_sentence_naming_it(backend: StoreClient) -> None:
     with pytest.raises(InvalidArgument) as err:
         ResultSaver(backend).save(b"x", tool="t", session_id="s" * 300)
     assert err.value.message.startswith("session_id: ") and len(err.value.message) < 200
@@ -323,7 +324,7 @@ def test_a_tools_own_budget_applies_and_a_bad_one_is_refused_at_load(
 
     budgets = tool_budgets("web_fetch=4KB, read_file=80000")
     assert budgets == {"web_fetch": 4000, "read_file": 80000}
-    saver = ResultSaver(LocalBackend(store, ALICE), budgets=budgets)
+    saver = ResultSaver(InProcessClient(store, ALICE), budgets=budgets)
     small = saver.save(b"x\n" * 40_000, tool="web_fetch")
     other = saver.save(b"x\n" * 40_000, tool="shell")
     assert len(small.preview.encode()) <= 4000 < len(other.preview.encode()) <= 50_000
@@ -340,7 +341,7 @@ def test_a_never_persisted_tool_is_written_nowhere_and_says_so(
 
     root = tmp_path / "r"
     saver = ResultSaver(
-        LocalBackend(store, ALICE),
+        InProcessClient(store, ALICE),
         legacy=True,
         legacy_root=str(root),
         never_persist=tool_names("vault_read, env_dump"),

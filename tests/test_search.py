@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from overspill.api.agent.tools import ArtifactTools
-from overspill.api.client.in_process import Backend, LocalBackend
+from overspill.api.client.api import StoreClient
+from overspill.api.client.in_process import InProcessClient
 from overspill.artifacts.errors import InvalidArgument
 from overspill.artifacts.queries import GrepQuery, SearchQuery
 from overspill.artifacts.records import Principal
@@ -51,7 +52,7 @@ def outputs(store: ArtifactStore) -> list[str]:
     return ids
 
 
-def _walk(backend: Backend, query: SearchQuery) -> list[tuple[str, int]]:
+def _walk(backend: StoreClient, query: SearchQuery) -> list[tuple[str, int]]:
     """Every (artifact, line) a walk of cursors returns, in order."""
     hits: list[tuple[str, int]] = []
     cursor = None
@@ -74,7 +75,7 @@ def _expected(store: ArtifactStore, ids: list[str], pattern: str) -> list[tuple[
 
 
 def test_a_search_finds_every_line_of_the_principals_live_outputs_newest_first(
-    store: ArtifactStore, outputs: list[str], backend: Backend
+    store: ArtifactStore, outputs: list[str], backend: StoreClient
 ) -> None:
     res = backend.search(SearchQuery(pattern="ECONNREFUSED", max_matches=1000))
     assert res.next_cursor is None and res.stopped is None
@@ -91,7 +92,7 @@ def test_a_search_finds_every_line_of_the_principals_live_outputs_newest_first(
 def test_a_walk_of_cursors_meets_every_match_once(
     store: ArtifactStore,
     outputs: list[str],
-    backend: Backend,
+    backend: StoreClient,
     max_matches: int,
     max_scan_bytes: int,
 ) -> None:
@@ -102,7 +103,7 @@ def test_a_walk_of_cursors_meets_every_match_once(
 
 
 def test_a_session_and_a_tool_narrow_the_search(store: ArtifactStore, outputs: list[str]) -> None:
-    backend = LocalBackend(store, ALICE)
+    backend = InProcessClient(store, ALICE)
     res = backend.search(SearchQuery(pattern="ECONNREFUSED", session_id="s2", max_matches=1000))
     assert [g.artifact_id for g in res.groups] == [outputs[2]]
     web = _output(store, ALICE, b"GET / ECONNREFUSED\n", tool="web_fetch")
@@ -118,7 +119,7 @@ def test_a_cursor_the_search_did_not_issue_is_refused(store: ArtifactStore) -> N
 def test_the_tools_continuations_followed_to_the_end_show_every_line_once(
     store: ArtifactStore, outputs: list[str]
 ) -> None:
-    tools = ArtifactTools(LocalBackend(store, ALICE), max_chars=2000)
+    tools = ArtifactTools(InProcessClient(store, ALICE), max_chars=2000)
     answer = tools.handle("artifact_search", {"pattern": "ECONNREFUSED", "max_matches": 4})
     seen: list[tuple[str, int]] = []
     for _ in range(1000):
@@ -141,7 +142,7 @@ def test_the_tools_continuations_followed_to_the_end_show_every_line_once(
 
 
 def test_the_tool_says_when_nothing_matched(store: ArtifactStore, outputs: list[str]) -> None:
-    tools = ArtifactTools(LocalBackend(store, ALICE), session_id="s1")
+    tools = ArtifactTools(InProcessClient(store, ALICE), session_id="s1")
     size = len(_log(20_000, 997)) + len(_log(3_000, 1_000_000))  # session s1's two
     assert tools.handle("artifact_search", {"pattern": "nothing-like-this"}).text == (
         f"[no matching line; 2 outputs of this session searched ({size} bytes); "

@@ -9,8 +9,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from overspill.api.agent.tools import TOOL_DEFINITIONS, ArtifactTools
+from overspill.api.client.api import StoreClient
 from overspill.api.client.http import OverspillClient
-from overspill.api.client.in_process import Backend, LocalBackend
+from overspill.api.client.in_process import InProcessClient
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell.wording import find_calls
 from tests.api_helpers import live_server, make_api
@@ -34,11 +35,11 @@ Tools = Callable[..., ArtifactTools]
 @pytest.fixture(params=["in-process", "http"])
 def make_tools(request: pytest.FixtureRequest, store: ArtifactStore) -> Iterator[Tools]:
     if request.param == "in-process":
-        yield lambda **kw: ArtifactTools(LocalBackend(store, ALICE), **kw)
+        yield lambda **kw: ArtifactTools(InProcessClient(store, ALICE), **kw)
     else:
         api = make_api(store)
         with live_server(api.app) as url, OverspillClient(url, api.alice) as client:
-            backend: Backend = client
+            backend: StoreClient = client
             yield lambda **kw: ArtifactTools(backend, **kw)
 
 

@@ -75,7 +75,7 @@ class Runtime:
             sink = remote.sink(session_id=client.session_id, max_bytes=shell.stream_max_bytes)
         else:
             from overspill.api.cleanup import PeriodicSweeper
-            from overspill.api.client.in_process import LocalBackend, redaction_for
+            from overspill.api.client.in_process import InProcessClient, redaction_for
             from overspill.artifacts.records import Principal
             from overspill.artifacts.store import ArtifactStore
             from overspill.shell import StoreSink
@@ -88,7 +88,7 @@ class Runtime:
             if settings.server.sweep_interval_s > 0:
                 PeriodicSweeper(store, shell, settings.server.sweep_interval_s).start()
             agent = Principal(name=client.owner, role="agent")
-            backend = LocalBackend(store, agent, redaction=redaction)
+            backend = InProcessClient(store, agent, redaction=redaction)
             sink = StoreSink(
                 store, agent, session_id=client.session_id, max_bytes=shell.stream_max_bytes
             )

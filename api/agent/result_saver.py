@@ -1,7 +1,7 @@
 """The seam any tool calls to put an oversized result behind an id.
 
 Apart from ``saved`` (the request, the preview and the in-server save) because
-this half runs in the caller: it streams the content through any Backend and,
+this half runs in the caller: it streams the content through any StoreClient and,
 while the compatibility layer is on, writes the replaced system's legacy file
 from the same chunks.
 """
@@ -80,7 +80,7 @@ class ResultSaver:
     """The seam any tool calls to put an oversized result behind an id.
 
     ``save`` streams the content into the store (in-process or a server, through
-    any Backend) and returns the preview for the model. While the compatibility
+    any StoreClient) and returns the preview for the model. While the compatibility
     layer is on it also writes the replaced system's legacy file from the same
     chunks (no second pass) and names it in the notice, right after "stored at: ".
     """

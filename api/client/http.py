@@ -31,6 +31,7 @@ from overspill.artifacts.records import (
 )
 from overspill.artifacts.sweeper import SweepReport
 from overspill.artifacts.tokens import IssuedToken, TokenInfo
+from overspill.artifacts.writes import NewArtifact
 
 
 class OverspillClient:
@@ -48,9 +49,16 @@ class OverspillClient:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def sink(self, **options: Any) -> RemoteSink:
-        """The executor's sink into this server (see ``api.sinks.RemoteSink``)."""
-        return RemoteSink(self.http, **options)
+    def sink(self, *, session_id: str | None = None, max_bytes: int | None = None) -> RemoteSink:
+        """The executor's sink into this server (see ``api.client.sinks.RemoteSink``)."""
+        return RemoteSink(self.http, session_id=session_id, max_bytes=max_bytes)
+
+    def put(self, chunks: Iterable[bytes], new: NewArtifact) -> ArtifactInfo:
+        """A new artifact holding ``chunks``: created, then uploaded whole (the
+        server masks secrets in it as in every write)."""
+        fields = {k: v for k, v in new._asdict().items() if v is not None}
+        created = self._calls.create(**fields)
+        return self.upload(created["id"], chunks)
 
     # -- artifacts -------------------------------------------------------------------
 

@@ -1,13 +1,11 @@
-"""What the model tools and the result saver talk to: the store in this process
-(``LocalBackend``), or a server (``api.client.OverspillClient``), through one
-Protocol, so every tool is written once and works both ways."""
+"""The client interface (``api.client.api.StoreClient``) over the store in this
+process: each call is the store's, as the principal this client acts for."""
 
 from __future__ import annotations
 
 import builtins
 import time
 from collections.abc import Iterable, Iterator
-from typing import Protocol
 
 from overspill.api.results import SavedResult, SaveRequest, save_stream
 from overspill.artifacts.follow import Backoff
@@ -23,7 +21,9 @@ from overspill.artifacts.records import (
     TextWindow,
 )
 from overspill.artifacts.store import ArtifactStore
-from overspill.shell.redact.policy import Redaction
+from overspill.artifacts.writes import NewArtifact
+from overspill.shell.redact.policy import Redaction, masked, what_was_masked
+from overspill.shell.sink import OutputSink
 
 
 def redaction_for(store: ArtifactStore, base: Redaction, owner: str) -> Redaction:
@@ -35,28 +35,7 @@ def redaction_for(store: ArtifactStore, base: Redaction, owner: str) -> Redactio
     return base.for_owner(store.policies.effective(owner).redact is False)
 
 
-class Backend(Protocol):
-    def get(self, artifact_id: str) -> ArtifactInfo: ...
-    def list(self, query: ListQuery) -> ArtifactPage: ...
-    def iter_content(
-        self, artifact_id: str, start: int = 0, end: int | None = None, *, follow: bool = False
-    ) -> Iterator[bytes]: ...
-    def text(self, artifact_id: str, offset: int = 0, limit: int = 65536) -> TextWindow: ...
-    def lines(self, artifact_id: str, query: LineQuery) -> LineWindow: ...
-    def tail(
-        self,
-        artifact_id: str,
-        *,
-        lines: int | None = None,
-        nbytes: int | None = None,
-        max_bytes: int | None = None,
-    ) -> TailWindow: ...
-    def grep(self, artifact_id: str, query: GrepQuery) -> GrepResult: ...
-    def search(self, query: SearchQuery) -> SearchResult: ...
-    def save_result(self, chunks: Iterable[bytes], request: SaveRequest) -> SavedResult: ...
-
-
-class LocalBackend:
+class InProcessClient:
     """``redaction``: how a saved result is masked (the settings' own, resolved by
     whoever builds this backend for the principal)."""
 
@@ -121,6 +100,35 @@ class LocalBackend:
     def search(self, query: SearchQuery) -> SearchResult:
         return self.store.search(self.principal, query)
 
+    def put(self, chunks: Iterable[bytes], new: NewArtifact) -> ArtifactInfo:
+        redactor = self.redaction.redactor()
+        writer = self.store.open_writer(self.principal, new)
+        try:
+            for piece in masked(chunks, redactor):
+                writer.write(piece)
+        except BaseException:
+            writer.close(state="incomplete", error="the upload stopped before its end")
+            raise
+        result = writer.close(source_update=what_was_masked(redactor))
+        return self.get(result.id)
+
+    def sink(self, *, session_id: str | None = None, max_bytes: int | None = None) -> OutputSink:
+        from overspill.shell.sink import StoreSink
+
+        return StoreSink(self.store, self.principal, session_id=session_id, max_bytes=max_bytes)
+
+    def delete(self, artifact_id: str) -> ArtifactInfo:
+        return self.store.delete(self.principal, artifact_id)
+
+    def pin(self, artifact_id: str, reason: str | None = None) -> ArtifactInfo:
+        return self.store.pin(self.principal, artifact_id, reason=reason)
+
+    def unpin(self, artifact_id: str) -> ArtifactInfo:
+        return self.store.unpin(self.principal, artifact_id)
+
+    def set_retention(self, artifact_id: str, retention: int | str | None) -> ArtifactInfo:
+        return self.store.set_retention(self.principal, artifact_id, retention)  # type: ignore[arg-type]
+
     def save_result(self, chunks: Iterable[bytes], request: SaveRequest) -> SavedResult:
         return save_stream(
             lambda: request.open_writer(self.store, self.principal),
@@ -131,4 +139,4 @@ class LocalBackend:
         )
 
 
-__all__ = ["Backend", "LocalBackend", "builtins"]
+__all__ = ["InProcessClient", "builtins"]

@@ -199,14 +199,14 @@ def _mcp(app: FastAPI) -> Any:
     """The MCP endpoint: the artifact tools (no bash) for each token's principal."""
     from overspill.api.agent.result_saver import saver_for
     from overspill.api.agent.tools import ArtifactTools
-    from overspill.api.client.in_process import LocalBackend, redaction_for
+    from overspill.api.client.in_process import InProcessClient, redaction_for
     from overspill.api.server.mcp_http import McpHttp
 
     shell = app.state.settings.shell  # read once, here, not per call
 
     def tools_for(principal: Principal) -> ArtifactTools:
         redaction = redaction_for(app.state.store, app.state.redaction, principal.name)
-        backend = LocalBackend(app.state.store, principal, redaction=redaction)
+        backend = InProcessClient(app.state.store, principal, redaction=redaction)
         # No legacy files on a server: a remote caller cannot open a path here.
         saver = saver_for(backend, shell, legacy=False, redaction=redaction)
         return ArtifactTools(backend, saver=saver)

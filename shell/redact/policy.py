@@ -13,7 +13,7 @@ per-owner policy allowing it (``for_owner``); either alone still masks.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from overspill.shell.redact.stream import RuleSet, StreamRedactor
@@ -72,6 +72,26 @@ class Redaction(NamedTuple):
         """A fresh stream redactor for one writer (None: masking is off)."""
         rules = self.rules(known)
         return StreamRedactor(rules) if rules is not None else None
+
+
+def masked(chunks: Iterable[bytes], redactor: StreamRedactor | None) -> Iterator[bytes]:
+    """``chunks`` as they may be kept: masked in stream, a secret cut by a chunk
+    boundary included (``redactor`` None: as given)."""
+    if redactor is None:
+        yield from chunks
+        return
+    for chunk in chunks:
+        for piece in redactor.feed(chunk):
+            yield bytes(piece)
+    yield redactor.finish()
+
+
+def what_was_masked(redactor: StreamRedactor | None) -> dict[str, object] | None:
+    """The artifact's ``source`` update saying what was masked (never a value),
+    or None when nothing was."""
+    if redactor is None or not redactor.manifest.total:
+        return None
+    return {"redactions": redactor.manifest.as_json()}
 
 
 OFF = Redaction(enabled=False)

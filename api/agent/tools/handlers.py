@@ -1,6 +1,6 @@
 """The artifact tools' handlers: ``ArtifactTools.handle(name, arguments)`` checks
 the arguments against the schema it published, runs the read through a
-``Backend`` (the store in this process, or a server) and composes the answer.
+``StoreClient`` (the store in this process, or a server) and composes the answer.
 
 Every answer says exactly what it shows (bytes and lines), whether the reader
 has now seen the end of the *output* (not only of what is stored: a capped or
@@ -34,7 +34,7 @@ from overspill.api.agent.tools.schemas import (
     tool_definitions,
 )
 from overspill.api.agent.tools.search import search_answer
-from overspill.api.client.in_process import Backend
+from overspill.api.client.api import StoreClient
 from overspill.artifacts.errors import Gone, OverspillError
 from overspill.artifacts.grep_groups import Groups, Row
 from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
@@ -115,7 +115,7 @@ class ToolResult(NamedTuple):
 
 
 class ArtifactTools:
-    """The tool handlers over one Backend, as one principal.
+    """The tool handlers over one StoreClient, as one principal.
 
     ``session_id`` scopes ``artifact_list``; a ``saver`` (``ResultSaver``) enables
     ``artifact_save``.
@@ -123,7 +123,7 @@ class ArtifactTools:
 
     def __init__(
         self,
-        backend: Backend,
+        backend: StoreClient,
         *,
         max_chars: int = DEFAULT_CHARS,
         session_id: str | None = None,

@@ -11,14 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 from overspill.api.agent.tools.answers import grep_row
-from overspill.api.client.in_process import Backend
+from overspill.api.client.api import StoreClient
 from overspill.artifacts.queries import SearchQuery
 from overspill.artifacts.search import resume_cursor
 from overspill.shell.wording import call, count
 
 
 def search_answer(
-    backend: Backend, a: dict[str, Any], *, session_id: str | None, max_chars: int
+    backend: StoreClient, a: dict[str, Any], *, session_id: str | None, max_chars: int
 ) -> tuple[str, dict[str, Any]]:
     """Per output a heading (id, time, command), then its lines as grep prints
     them; cut at a line when the answer is full; the footer says how much was

@@ -26,6 +26,7 @@ from overspill.artifacts.records import (
 )
 from overspill.artifacts.retention import MAX_RETENTION_S
 from overspill.artifacts.writes import Ending, NewArtifact
+from overspill.shell.redact.policy import what_was_masked
 from overspill.shell.redact.stream import StreamRedactor
 
 router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"], responses=RESPONSES)
@@ -151,8 +152,7 @@ async def upload_content(
     as in every other write (``overspill put`` uploads here)."""
     redactor = redaction.redactor()
     writer = await _stream_into(request, store, who, artifact_id, 0, redactor)
-    masked = redactor.manifest if redactor is not None else None
-    update = {"redactions": masked.as_json()} if masked is not None and masked.total else None
+    update = what_was_masked(redactor)
     if complete:
         result = await run_in_threadpool(lambda: writer.close(source_update=update))
         if result.error and result.state == "failed":
