@@ -9,11 +9,17 @@ overflows must not pay for.
 
 from __future__ import annotations
 
+if __name__ != "overspill.artifacts":  # one identity: the folder is never a top-level package
+    raise ImportError(
+        f"{__name__} is overspill.artifacts: import it as overspill.artifacts (install the "
+        "project: pip install -e .), not as a folder of the checkout"
+    )
+
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from overspill.artifacts.config import StoreSettings
-    from overspill.artifacts.errors import (
+    from .config import StoreSettings
+    from .errors import (
         Conflict,
         Gone,
         InvalidArgument,
@@ -24,10 +30,10 @@ if TYPE_CHECKING:
         QuotaExceeded,
         StorageUnavailable,
     )
-    from overspill.artifacts.records import ArtifactInfo, Principal
-    from overspill.artifacts.segments import WriteResult
-    from overspill.artifacts.store import ArtifactStore
-    from overspill.artifacts.writer import ArtifactWriter
+    from .records import ArtifactInfo, Principal
+    from .segments import WriteResult
+    from .store import ArtifactStore
+    from .writer import ArtifactWriter
 
 # Everything is imported on first use: a submodule such as ``artifacts.utf8`` must
 # not pull in pydantic (the records) or SQLAlchemy (the store) for a command that

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from overspill.artifacts.db.models import AuditEvent
+from .db.models import AuditEvent
 
 
 class AuditEntry(BaseModel):

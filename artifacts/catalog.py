@@ -19,31 +19,31 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import ColumnElement, and_, func, or_, select, tuple_
 from sqlalchemy.orm import Session
 
-from overspill.artifacts import audit
-from overspill.artifacts.context import Part, StoreContext
-from overspill.artifacts.db.models import Artifact, Segment
-from overspill.artifacts.errors import (
+from . import audit
+from .context import Part, StoreContext
+from .db.models import Artifact, Segment
+from .errors import (
     Gone,
     InvalidArgument,
     NotFound,
     OverspillError,
     StorageUnavailable,
 )
-from overspill.artifacts.ids import check_artifact_id
-from overspill.artifacts.inputs import check_text
-from overspill.artifacts.queries import ListQuery
-from overspill.artifacts.records import (
+from .ids import check_artifact_id
+from .inputs import check_text
+from .queries import ListQuery
+from .records import (
     GONE_STATES,
     ArtifactInfo,
     ArtifactPage,
     Principal,
 )
-from overspill.artifacts.retention import Forever, check_retention, effective_policy
-from overspill.artifacts.retention import resolve as resolve_retention
-from overspill.artifacts.usage import bump_usage
+from .retention import Forever, check_retention, effective_policy
+from .retention import resolve as resolve_retention
+from .usage import bump_usage
 
 if TYPE_CHECKING:
-    from overspill.artifacts.sweeper import Sweeper
+    from .sweeper import Sweeper
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from overspill.artifacts.settings_base import SettingsBase, setting
+from .settings_base import SettingsBase, setting
 
 MiB = 1024 * 1024
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 from sqlalchemy import select
 
-from overspill.artifacts.blobs.base import BlobNotFound, BlobStore
-from overspill.artifacts.blobs.keys import segment_key_base
-from overspill.artifacts.db.models import Segment
-from overspill.artifacts.db.unit import Database
-from overspill.artifacts.errors import InvalidRange
+from .blobs.base import BlobNotFound, BlobStore
+from .blobs.keys import segment_key_base
+from .db.models import Segment
+from .db.unit import Database
+from .errors import InvalidRange
 
 _BATCH = 256
 _FEW = 64  # at most this many segments are read once and kept by a Content

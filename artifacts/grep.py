@@ -31,12 +31,12 @@ from typing import Any
 
 import re2
 
-from overspill.artifacts.content import Content
-from overspill.artifacts.errors import InvalidArgument
-from overspill.artifacts.gc_pause import cyclic_gc_paused
-from overspill.artifacts.newlines import count_newlines
-from overspill.artifacts.queries import GrepQuery
-from overspill.artifacts.records import GrepResult
+from .content import Content
+from .errors import InvalidArgument
+from .gc_pause import cyclic_gc_paused
+from .newlines import count_newlines
+from .queries import GrepQuery
+from .records import GrepResult
 
 OVERLAP = 64 * 1024
 MAX_SPANS = 50

@@ -11,7 +11,7 @@ import re
 import secrets
 import time
 
-from overspill.artifacts.errors import InvalidArgument
+from .errors import InvalidArgument
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 PREFIX = "art_"

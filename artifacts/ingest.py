@@ -13,26 +13,26 @@ from collections.abc import Iterator
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from overspill.artifacts import audit
-from overspill.artifacts.blobs.base import AppendableBlobStore
-from overspill.artifacts.catalog import Catalog, info_of
-from overspill.artifacts.context import Part, StoreContext
-from overspill.artifacts.db.models import Artifact
-from overspill.artifacts.errors import Conflict, InvalidArgument, OffsetConflict, QuotaExceeded
-from overspill.artifacts.ids import new_artifact_id
-from overspill.artifacts.inputs import check_source, check_text
-from overspill.artifacts.publishing import Publisher
-from overspill.artifacts.records import ArtifactInfo, Principal
-from overspill.artifacts.retention import check_retention, effective_policy
-from overspill.artifacts.retention import resolve as resolve_retention
-from overspill.artifacts.segment_storage import BlobPlacer, BlobStager
-from overspill.artifacts.usage import bump_usage
-from overspill.artifacts.writer import ArtifactWriter
-from overspill.artifacts.writes import Ending, NewArtifact
+from . import audit
+from .blobs.base import AppendableBlobStore
+from .catalog import Catalog, info_of
+from .context import Part, StoreContext
+from .db.models import Artifact
+from .errors import Conflict, InvalidArgument, OffsetConflict, QuotaExceeded
+from .ids import new_artifact_id
+from .inputs import check_source, check_text
+from .publishing import Publisher
+from .records import ArtifactInfo, Principal
+from .retention import check_retention, effective_policy
+from .retention import resolve as resolve_retention
+from .segment_storage import BlobPlacer, BlobStager
+from .usage import bump_usage
+from .writer import ArtifactWriter
+from .writes import Ending, NewArtifact
 
 if TYPE_CHECKING:
-    from overspill.artifacts.quotas import Quotas
-    from overspill.artifacts.reading import Reader
+    from .quotas import Quotas
+    from .reading import Reader
 
 
 class Ingest(Part):

@@ -17,12 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from overspill.artifacts import audit
-from overspill.artifacts.bounds import MAX_OFFSET
-from overspill.artifacts.db.models import Artifact, RetentionPolicy
-from overspill.artifacts.errors import InvalidArgument, NotFound
-from overspill.artifacts.records import GONE_STATES, Principal
-from overspill.artifacts.retention import (
+from . import audit
+from .bounds import MAX_OFFSET
+from .db.models import Artifact, RetentionPolicy
+from .errors import InvalidArgument, NotFound
+from .records import GONE_STATES, Principal
+from .retention import (
     GLOBAL,
     MAX_RETENTION_S,
     Forever,
@@ -33,7 +33,7 @@ from overspill.artifacts.retention import (
 )
 
 if TYPE_CHECKING:
-    from overspill.artifacts.context import StoreContext
+    from .context import StoreContext
 
 _BATCH = 1000
 

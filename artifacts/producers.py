@@ -22,9 +22,9 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from overspill.artifacts.errors import OverspillError
-from overspill.artifacts.newlines import count_newlines
-from overspill.artifacts.segments import SegmentPlacer, SegmentStager, StagedSegment
+from .errors import OverspillError
+from .newlines import count_newlines
+from .segments import SegmentPlacer, SegmentStager, StagedSegment
 
 if TYPE_CHECKING:
     import threading

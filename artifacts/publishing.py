@@ -23,27 +23,27 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import update
 
-from overspill.artifacts import audit
-from overspill.artifacts.blobs.base import AppendableBlobStore
-from overspill.artifacts.blobs.keys import is_segment_key, segment_key_base
-from overspill.artifacts.context import Part, StoreContext
-from overspill.artifacts.db.models import Artifact, Segment
-from overspill.artifacts.errors import (
+from . import audit
+from .blobs.base import AppendableBlobStore
+from .blobs.keys import is_segment_key, segment_key_base
+from .context import Part, StoreContext
+from .db.models import Artifact, Segment
+from .errors import (
     Conflict,
     InvalidArgument,
     OffsetConflict,
     QuotaExceeded,
     StorageUnavailable,
 )
-from overspill.artifacts.retention import effective_policy
-from overspill.artifacts.segments import StagedSegment
-from overspill.artifacts.spill_files import is_spill_path
-from overspill.artifacts.usage import bump_usage
-from overspill.artifacts.writes import Ending
+from .retention import effective_policy
+from .segments import StagedSegment
+from .spill_files import is_spill_path
+from .usage import bump_usage
+from .writes import Ending
 
 if TYPE_CHECKING:
-    from overspill.artifacts.quotas import Quotas
-    from overspill.artifacts.sweeper import Sweeper
+    from .quotas import Quotas
+    from .sweeper import Sweeper
 
 log = logging.getLogger(__name__)
 

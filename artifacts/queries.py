@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from overspill.artifacts import bounds as b
-from overspill.artifacts.bounds import MAX_OFFSET, MAX_PAGE
+from . import bounds as b
+from .bounds import MAX_OFFSET, MAX_PAGE
 
 State = Literal["writing", "complete", "capped", "incomplete", "failed", "expired", "deleted"]
 

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from overspill.artifacts import audit
-from overspill.artifacts.db.models import Artifact, OwnerUsage
-from overspill.artifacts.errors import QuotaExceeded
-from overspill.artifacts.retention import Policy
-from overspill.artifacts.usage import bump_usage
+from . import audit
+from .db.models import Artifact, OwnerUsage
+from .errors import QuotaExceeded
+from .retention import Policy
+from .usage import bump_usage
 
 if TYPE_CHECKING:
-    from overspill.artifacts.context import StoreContext
+    from .context import StoreContext
 
 _EVICTABLE = ("complete", "capped", "incomplete", "failed")
 

@@ -7,18 +7,18 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from overspill.artifacts import reads
-from overspill.artifacts.catalog import Catalog
-from overspill.artifacts.content import Content, segments_of
-from overspill.artifacts.context import Part, StoreContext
-from overspill.artifacts.errors import (
+from . import reads
+from .catalog import Catalog
+from .content import Content, segments_of
+from .context import Part, StoreContext
+from .errors import (
     Gone,
     InvalidRange,
     NotFound,
     StorageUnavailable,
 )
-from overspill.artifacts.queries import GrepQuery, LineQuery
-from overspill.artifacts.records import (
+from .queries import GrepQuery, LineQuery
+from .records import (
     GONE_STATES,
     ArtifactInfo,
     GrepResult,
@@ -129,7 +129,7 @@ class Reader(Part):
     ) -> GrepResult:
         """``grep`` of a content from ``listed_contents`` (an output deleted since
         it was listed answers Gone from its read)."""
-        from overspill.artifacts import grep
+        from . import grep
 
         found = grep.grep(
             content,
@@ -149,7 +149,7 @@ class Reader(Part):
         max_bytes: int | None = None,
         scan_bytes: int = 256 * 1024 * 1024,
     ) -> GrepResult:
-        from overspill.artifacts import grep  # RE2 loads with the first search
+        from . import grep  # RE2 loads with the first search
 
         grep.compile_pattern(query.pattern, ignore_case=query.ignore_case, fixed=query.fixed)
         info, content = self._readable(principal, artifact_id)  # after: fail fast on a bad regex

@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from overspill.artifacts.content import Content
-from overspill.artifacts.errors import InvalidArgument, InvalidRange
-from overspill.artifacts.records import (
+from .content import Content
+from .errors import InvalidArgument, InvalidRange
+from .records import (
     Line,
     LineWindow,
     TailWindow,
     TextWindow,
 )
-from overspill.artifacts.utf8 import utf8_char_len, utf8_safe_end, utf8_skip_partial
+from .utf8 import utf8_char_len, utf8_safe_end, utf8_skip_partial
 
 _BLOCK = 64 * 1024
 MAX_LINE_BYTES = 64 * 1024  # a longer line is shown truncated (and flagged)

@@ -14,8 +14,8 @@ from typing import Literal
 
 from sqlalchemy.orm import Session
 
-from overspill.artifacts.db.models import RetentionPolicy
-from overspill.artifacts.errors import InvalidArgument
+from .db.models import RetentionPolicy
+from .errors import InvalidArgument
 
 GLOBAL = "*"
 MAX_RETENTION_S = 100 * 365 * 86400  # beyond this, use "forever"

@@ -19,9 +19,9 @@ import base64
 import json
 from typing import TYPE_CHECKING
 
-from overspill.artifacts.errors import Gone, InvalidArgument, NotFound
-from overspill.artifacts.queries import GrepQuery, ListQuery, SearchQuery
-from overspill.artifacts.records import (
+from .errors import Gone, InvalidArgument, NotFound
+from .queries import GrepQuery, ListQuery, SearchQuery
+from .records import (
     ArtifactInfo,
     GrepMatch,
     Principal,
@@ -30,8 +30,8 @@ from overspill.artifacts.records import (
 )
 
 if TYPE_CHECKING:
-    from overspill.artifacts.catalog import Catalog
-    from overspill.artifacts.reading import Reader
+    from .catalog import Catalog
+    from .reading import Reader
 
 _PAGE = 200  # outputs listed per page while searching
 
@@ -67,7 +67,7 @@ def _wanted(info: ArtifactInfo, q: SearchQuery) -> bool:
 
 
 def search(catalog: Catalog, reader: Reader, principal: Principal, q: SearchQuery) -> SearchResult:
-    from overspill.artifacts.grep import compile_pattern  # a bad pattern fails at once
+    from .grep import compile_pattern  # a bad pattern fails at once
 
     compile_pattern(q.pattern, ignore_case=q.ignore_case, fixed=q.fixed)
     page, resume_id, offset = _read_cursor(q.cursor) if q.cursor else (None, None, 0)

@@ -15,10 +15,10 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator, Sequence
 
-from overspill.artifacts.blobs.base import AppendableBlobStore, Appender, BlobStore
-from overspill.artifacts.blobs.keys import segment_key, segment_key_base
-from overspill.artifacts.errors import OverspillError, StorageUnavailable
-from overspill.artifacts.segments import StagedSegment
+from .blobs.base import AppendableBlobStore, Appender, BlobStore
+from .blobs.keys import segment_key, segment_key_base
+from .errors import OverspillError, StorageUnavailable
+from .segments import StagedSegment
 
 _READ_BACK = 1024 * 1024
 

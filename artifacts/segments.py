@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
-    from overspill.artifacts.writes import Ending
+    from .writes import Ending
 
 
 class StagedSegment(NamedTuple):

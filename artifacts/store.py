@@ -21,15 +21,15 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from overspill.artifacts import audit
-from overspill.artifacts.blobs.base import BlobStore
-from overspill.artifacts.blobs.registry import open_blob_store
-from overspill.artifacts.catalog import Catalog
-from overspill.artifacts.clock import Clock, SystemClock
-from overspill.artifacts.config import StoreSettings
-from overspill.artifacts.content import Content
-from overspill.artifacts.context import StoreContext
-from overspill.artifacts.db.engine import (
+from . import audit
+from .blobs.base import BlobStore
+from .blobs.registry import open_blob_store
+from .catalog import Catalog
+from .clock import Clock, SystemClock
+from .config import StoreSettings
+from .content import Content
+from .context import StoreContext
+from .db.engine import (
     SCHEMA_HEAD,
     Timeouts,
     check_database,
@@ -37,16 +37,16 @@ from overspill.artifacts.db.engine import (
     make_engine,
     schema_revision,
 )
-from overspill.artifacts.db.unit import Database
-from overspill.artifacts.errors import ConfigurationError, InvalidArgument, StorageUnavailable
-from overspill.artifacts.home import ensure_home
-from overspill.artifacts.ingest import Ingest
-from overspill.artifacts.policies import Policies
-from overspill.artifacts.publishing import Publisher
-from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, SearchQuery
-from overspill.artifacts.quotas import Quotas
-from overspill.artifacts.reading import Reader
-from overspill.artifacts.records import (
+from .db.unit import Database
+from .errors import ConfigurationError, InvalidArgument, StorageUnavailable
+from .home import ensure_home
+from .ingest import Ingest
+from .policies import Policies
+from .publishing import Publisher
+from .queries import GrepQuery, LineQuery, ListQuery, SearchQuery
+from .quotas import Quotas
+from .reading import Reader
+from .records import (
     ArtifactInfo,
     ArtifactPage,
     GrepResult,
@@ -56,11 +56,11 @@ from overspill.artifacts.records import (
     TailWindow,
     TextWindow,
 )
-from overspill.artifacts.retention import Forever
-from overspill.artifacts.sweeper import Sweeper
-from overspill.artifacts.tokens import TokenStore
-from overspill.artifacts.writer import ArtifactWriter
-from overspill.artifacts.writes import NewArtifact
+from .retention import Forever
+from .sweeper import Sweeper
+from .tokens import TokenStore
+from .writer import ArtifactWriter
+from .writes import NewArtifact
 
 LOW_DISK_BYTES = 16 * 1024 * 1024  # below this, /readyz says not ready
 
@@ -210,7 +210,7 @@ class ArtifactStore:
 
     def search(self, principal: Principal, query: SearchQuery) -> SearchResult:
         """One pattern across the principal's own outputs (see ``search.py``)."""
-        from overspill.artifacts.search import search
+        from .search import search
 
         return search(self.catalog, self.reader, principal, query)
 

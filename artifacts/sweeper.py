@@ -32,17 +32,17 @@ from pydantic import BaseModel, Field
 from sqlalchemy import ColumnElement, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from overspill.artifacts import audit
-from overspill.artifacts.blobs.base import BlobInfo
-from overspill.artifacts.blobs.keys import is_segment_key
-from overspill.artifacts.db.models import Artifact, AuditEvent, Maintenance, Segment
-from overspill.artifacts.errors import StorageUnavailable
-from overspill.artifacts.records import GONE_STATES
-from overspill.artifacts.spill_files import delete_spill_file
-from overspill.artifacts.usage import bump_usage
+from . import audit
+from .blobs.base import BlobInfo
+from .blobs.keys import is_segment_key
+from .db.models import Artifact, AuditEvent, Maintenance, Segment
+from .errors import StorageUnavailable
+from .records import GONE_STATES
+from .spill_files import delete_spill_file
+from .usage import bump_usage
 
 if TYPE_CHECKING:
-    from overspill.artifacts.context import StoreContext
+    from .context import StoreContext
 
 _EXPIRABLE = ("complete", "capped", "incomplete", "failed")
 _MAX_LISTED = 100

@@ -24,12 +24,12 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
-from overspill.artifacts import audit
-from overspill.artifacts.clock import Clock
-from overspill.artifacts.db.models import ApiToken, ServerKey
-from overspill.artifacts.db.unit import Database
-from overspill.artifacts.errors import InvalidArgument, NotFound
-from overspill.artifacts.records import ROLES, Principal
+from . import audit
+from .clock import Clock
+from .db.models import ApiToken, ServerKey
+from .db.unit import Database
+from .errors import InvalidArgument, NotFound
+from .records import ROLES, Principal
 
 TOKEN_PREFIX = "ovs_"
 MAX_TICKET_S = 3600

@@ -7,7 +7,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
-from overspill.artifacts.db.models import OwnerUsage
+from .db.models import OwnerUsage
 
 
 def bump_usage(s: Session, owner: str, bytes_delta: int, count_delta: int) -> None:

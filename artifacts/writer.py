@@ -35,15 +35,15 @@ from collections import deque
 from types import TracebackType
 from typing import Any
 
-from overspill.artifacts.errors import (
+from .errors import (
     Conflict,
     DiskFull,
     OverspillError,
     QuotaExceeded,
     StorageUnavailable,
 )
-from overspill.artifacts.producers import BufferedProducer, Pending, PlacingProducer, Producer
-from overspill.artifacts.segments import (
+from .producers import BufferedProducer, Pending, PlacingProducer, Producer
+from .segments import (
     FinishingPublisher,
     SegmentPlacer,
     SegmentPublisher,
@@ -51,7 +51,7 @@ from overspill.artifacts.segments import (
     StagedSegment,
     WriteResult,
 )
-from overspill.artifacts.writes import Ending
+from .writes import Ending
 
 
 class ArtifactWriter:

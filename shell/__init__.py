@@ -9,17 +9,23 @@ must not bring the executor (subprocess, threads, the view) with it.
 
 from __future__ import annotations
 
+if __name__ != "overspill.shell":  # one identity: the folder is never a top-level package
+    raise ImportError(
+        f"{__name__} is overspill.shell: import it as overspill.shell (install the "
+        "project: pip install -e .), not as a folder of the checkout"
+    )
+
 import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from overspill.shell.config import ShellSettings
-    from overspill.shell.executor import BackgroundJob, Executor
-    from overspill.shell.process import SpawnError
-    from overspill.shell.render import parse_exit_status
-    from overspill.shell.results import ArtifactRef, CollectedOutput, ExecResult
-    from overspill.shell.sink import DeferredSink, OutputSink, StoreSink
-    from overspill.shell.spec import ExecRequest, InvalidRequest
+    from .config import ShellSettings
+    from .executor import BackgroundJob, Executor
+    from .process import SpawnError
+    from .render import parse_exit_status
+    from .results import ArtifactRef, CollectedOutput, ExecResult
+    from .sink import DeferredSink, OutputSink, StoreSink
+    from .spec import ExecRequest, InvalidRequest
 
 _LAZY = {
     "ShellSettings": "overspill.shell.config",

@@ -16,12 +16,13 @@ from typing import Any, Literal, NamedTuple
 
 from overspill.artifacts.newlines import count_newlines
 from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
-from overspill.shell.failures import FailureMatcher, FailureScan, quote_budget, with_quotes
-from overspill.shell.redact.stream import Manifest, StreamRedactor
-from overspill.shell.results import ArtifactRef, CollectedOutput
-from overspill.shell.sink import SinkStream, failure_reason
-from overspill.shell.spill import SpillFile
-from overspill.shell.view import StreamView, stream_view
+
+from .failures import FailureMatcher, FailureScan, quote_budget, with_quotes
+from .redact.stream import Manifest, StreamRedactor
+from .results import ArtifactRef, CollectedOutput
+from .sink import SinkStream, failure_reason
+from .spill import SpillFile
+from .view import StreamView, stream_view
 
 RetentionMode = Literal["tail", "head_tail"]
 

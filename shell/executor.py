@@ -15,25 +15,26 @@ from collections.abc import Mapping
 from typing import Any
 
 from overspill.artifacts.utf8 import utf8_skip_partial
-from overspill.shell.capture import OutputCollector
-from overspill.shell.config import ShellSettings
-from overspill.shell.environment import child_environment, known_secrets
-from overspill.shell.failures import failure_matcher
-from overspill.shell.process import ProcessTree, Pump, signal_name, spawn
-from overspill.shell.redact import RuleSet, StreamRedactor, redact_once
-from overspill.shell.redact.policy import Redaction
-from overspill.shell.render import (
+
+from .capture import OutputCollector
+from .config import ShellSettings
+from .environment import child_environment, known_secrets
+from .failures import failure_matcher
+from .process import ProcessTree, Pump, signal_name, spawn
+from .redact import RuleSet, StreamRedactor, redact_once
+from .redact.policy import Redaction
+from .render import (
     RenderMode,
     dropped_line,
     join_streams,
     render_result,
     stream_text,
 )
-from overspill.shell.results import BackgroundRead, CollectedOutput, ExecResult
-from overspill.shell.sink import OutputSink
-from overspill.shell.spec import ExecRequest, ExecSpec, resolve
-from overspill.shell.spill import SpillFile, sweep_old_spill_files
-from overspill.shell.view import StreamView
+from .results import BackgroundRead, CollectedOutput, ExecResult
+from .sink import OutputSink
+from .spec import ExecRequest, ExecSpec, resolve
+from .spill import SpillFile, sweep_old_spill_files
+from .view import StreamView
 
 _swept = False
 sweep_thread: threading.Thread | None = None

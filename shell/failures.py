@@ -22,9 +22,10 @@ from typing import Any, NamedTuple
 from overspill.artifacts.errors import ConfigurationError
 from overspill.artifacts.newlines import count_newlines
 from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
-from overspill.shell.config import DEFAULT_FAILURE_PATTERNS
-from overspill.shell.view import StreamView, clean_line
-from overspill.shell.wording import call
+
+from .config import DEFAULT_FAILURE_PATTERNS
+from .view import StreamView, clean_line
+from .wording import call
 
 MAX_COUNTED = 10_000  # matching lines counted before the count stops
 KEEP = 16  # hits kept in stream order; a view quotes at most QUOTED of them

@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from typing import Literal, NamedTuple
 
-from overspill.shell.results import CollectedOutput
-from overspill.shell.view import READ_WINDOW, StreamView, hex_call
-from overspill.shell.wording import call
+from .results import CollectedOutput
+from .view import READ_WINDOW, StreamView, hex_call
+from .wording import call
 
 RenderMode = Literal["artifact", "legacy"]
 

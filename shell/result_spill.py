@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from overspill.shell.spill import CappedFile, sweep_dir
+from .spill import CappedFile, sweep_dir
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from overspill.artifacts.errors import OverspillError, StorageUnavailable
-from overspill.shell.results import ArtifactRef
+
+from .results import ArtifactRef
 
 if TYPE_CHECKING:  # imported when the first stream overflows, not before
     from overspill.artifacts.records import Principal

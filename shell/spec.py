@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
-from overspill.shell.config import ShellSettings
+from .config import ShellSettings
 
 
 class InvalidRequest(ValueError):

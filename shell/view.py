@@ -14,7 +14,8 @@ import re
 from typing import NamedTuple
 
 from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
-from overspill.shell.wording import call
+
+from .wording import call
 
 DEFAULT_LINE_CAP = 2_000
 

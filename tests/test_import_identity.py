@@ -32,3 +32,12 @@ def test_a_verb_started_from_the_repository_root_loads_overspill_from_the_instal
         [sys.executable, "-P", "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_a_folder_imported_by_its_bare_name_refuses_and_names_the_right_one() -> None:
+    for generic in ("api", "shell", "artifacts"):
+        out = subprocess.run(
+            [sys.executable, "-c", f"import {generic}"], cwd=ROOT, capture_output=True, text=True
+        )
+        assert out.returncode != 0
+        assert f"import it as overspill.{generic}" in out.stderr.splitlines()[-1]

@@ -119,7 +119,9 @@ def test_an_overflowing_bash_run_is_read_back_whole_by_following_its_marker(
         assert marker.startswith("[output truncated; full output: ")
         # Text only: a harness that prefers structured content must not get it instead.
         assert res.structured_content is None
-        (art,) = re.findall(r"; artifact (art_\w+);", marker)
+        found = re.findall(r"artifact (art_\w+);", marker)
+        assert len(found) == 1, marker
+        (art,) = found
         assert "[exit code:" not in text
         (name, args), grep_call = find_calls(marker)
         # The window just before the tail shown, then on to the end; and from the start.
@@ -150,7 +152,7 @@ def test_an_overflowing_bash_run_is_read_back_whole_by_following_its_marker(
 def test_a_forgotten_id_is_found_again_with_artifact_list(mcp_env: dict[str, str]) -> None:
     async def body(client: Client) -> None:
         res = await client.call_tool("bash", {"command": "seq 1 30000 >&2"})
-        (art,) = re.findall(r"; artifact (art_\w+);", text_of(res))
+        (art,) = re.findall(r"artifact (art_\w+);", text_of(res))
         listing = text_of(await client.call_tool("artifact_list", {}))
         rows = listing.splitlines()
         assert rows[0] == "[1 stored output in session conv-1, newest first]"
@@ -448,7 +450,7 @@ def test_the_handshake_loads_neither_pydantic_nor_the_store_nor_the_sdk() -> Non
 def test_an_artifact_resource_reads_the_window_its_uri_names(raw: Any) -> None:
     server = raw()
     res = server.request("tools/call", {"name": "bash", "arguments": {"command": "seq 1 30000"}})
-    (art,) = re.findall(r"; artifact (art_\w+);", res["result"]["content"][0]["text"])
+    (art,) = re.findall(r"artifact (art_\w+);", res["result"]["content"][0]["text"])
 
     def read(uri: str) -> str:
         (content,) = server.request("resources/read", {"uri": uri})["result"]["contents"]

@@ -26,19 +26,19 @@ import threading
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
-from overspill.api.agent.harnesses import Budget, budget_for
-from overspill.api.agent.mcp_table import (
+from ..version import VERSION
+from .harnesses import Budget, budget_for
+from .mcp_table import (
     BASH_TOOLS,
     INSTRUCTIONS,
     RESOURCE_TEMPLATE,
     tool_list,
     tool_result,
 )
-from overspill.api.version import VERSION
 
 if TYPE_CHECKING:
-    from overspill.api.agent.tools.handlers import ToolResult
-    from overspill.api.settings import Settings
+    from ..settings import Settings
+    from .tools.handlers import ToolResult
 
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """The revisions whose initialize handshake this server speaks (newest last)."""
@@ -56,29 +56,31 @@ class Runtime:
     built once, on a thread, after the handshake."""
 
     def __init__(self, settings: Settings, budget: Budget) -> None:
-        from overspill.api.agent.bash_tools import BashTools
-        from overspill.api.agent.result_saver import saver_for
-        from overspill.api.agent.tools.handlers import ArtifactTools
         from overspill.shell import Executor
         from overspill.shell.redact.policy import Redaction
         from overspill.shell.sink import OutputSink
+
+        from .bash_tools import BashTools
+        from .result_saver import saver_for
+        from .tools.handlers import ArtifactTools
 
         client, shell = settings.client, settings.shell
         redaction = Redaction.from_settings(shell)
         backend: Any
         sink: OutputSink
         if client.url:
-            from overspill.api.client.http import OverspillClient
+            from ..client.http import OverspillClient
 
             remote = OverspillClient(client.url, client.token)
             backend = remote
             sink = remote.sink(session_id=client.session_id, max_bytes=shell.stream_max_bytes)
         else:
-            from overspill.api.cleanup import PeriodicSweeper
-            from overspill.api.client.in_process import InProcessClient, redaction_for
             from overspill.artifacts.records import Principal
             from overspill.artifacts.store import ArtifactStore
             from overspill.shell import StoreSink
+
+            from ..cleanup import PeriodicSweeper
+            from ..client.in_process import InProcessClient, redaction_for
 
             # The store lives in this process for the whole session, for the reads
             # and for what ``bash`` stores: no local server is started, so nothing
@@ -109,9 +111,10 @@ class Runtime:
         return self.tools.handle(name, arguments)
 
     def read_resource(self, uri: str) -> str:
-        from overspill.api.agent.tools.arguments import ToolArgumentError
-        from overspill.api.agent.tools.resources import read_arguments
         from overspill.shell.wording import tool_error
+
+        from .tools.arguments import ToolArgumentError
+        from .tools.resources import read_arguments
 
         try:
             arguments = read_arguments(uri)

@@ -12,7 +12,11 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from overspill.api.results import (
+from overspill.artifacts.errors import ConfigurationError, InvalidArgument, OverspillError
+from overspill.shell.config import ShellSettings
+from overspill.shell.redact.policy import Redaction
+
+from ..results import (
     DEFAULT_BUDGET,
     PreviewBuffer,
     SavedResult,
@@ -23,9 +27,6 @@ from overspill.api.results import (
     notice_for,
     suggested_name,
 )
-from overspill.artifacts.errors import ConfigurationError, InvalidArgument, OverspillError
-from overspill.shell.config import ShellSettings
-from overspill.shell.redact.policy import Redaction
 
 
 def tool_budgets(text: str) -> dict[str, int]:

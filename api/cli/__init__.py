@@ -17,8 +17,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from overspill.api.cli.context import EXIT_ERROR, CliContext, CliError, handler
 from overspill.artifacts.errors import OverspillError
+
+from .context import EXIT_ERROR, CliContext, CliError, handler
 
 _EPILOG = """examples:
   overspill run -- 'make test'              what the model should see
@@ -49,7 +50,7 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
-        from overspill.api.version import VERSION
+        from ..version import VERSION
 
         print(f"overspill {VERSION}")
         parser.exit()
@@ -131,7 +132,7 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
 
 
 def cmd_completion(ctx: CliContext, args: argparse.Namespace) -> int:
-    from overspill.api.cli.completion import SHELLS
+    from .completion import SHELLS
 
     sys.stdout.write(SHELLS[args.shell](build_parser()))
     return 0
@@ -198,7 +199,7 @@ def _negative_retention(argv: list[str]) -> str | None:
 def _dispatch(args: argparse.Namespace, argv: list[str]) -> int:
     ctx: CliContext | None = None
     try:
-        from overspill.api.settings import Settings
+        from ..settings import Settings
 
         settings = Settings.load()
         ctx = CliContext(settings, argv)

@@ -1,5 +1,5 @@
 """``python -m overspill.api.cli``: the same as the console script."""
 
-from overspill.api.cli import main
+from . import main
 
 raise SystemExit(main(exit_when_done=True))

@@ -7,11 +7,12 @@ import json
 import sys
 from typing import Any
 
-from overspill.api.cli.context import EXIT_ERROR, CliContext, CliError, duration, positive, size
-from overspill.api.cli.manage import parse_retention
-from overspill.api.cli.text import time_of, when
-from overspill.api.client.calls import JSON, ApiCalls
 from overspill.artifacts.units import format_bytes, format_duration
+
+from ..client.calls import JSON, ApiCalls
+from .context import EXIT_ERROR, CliContext, CliError, duration, positive, size
+from .manage import parse_retention
+from .text import time_of, when
 
 # What "inherit" is written as on the command line: the field is cleared and
 # the level above (the global policy, then the server's default) decides.

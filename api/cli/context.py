@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from overspill.api.client.wire import WireClient
-    from overspill.api.settings import Settings
+    from ..client.wire import WireClient
+    from ..settings import Settings
 
 EXIT_ERROR = 1
 
@@ -49,12 +49,12 @@ class CliContext:
         return self._client
 
     def _connect(self) -> WireClient:
-        from overspill.api.client.wire import Endpoint, WireClient
+        from ..client.wire import Endpoint, WireClient
 
         c = self.settings.client
         if c.url:
             return WireClient(Endpoint.parse(c.url), token=c.token, timeout=300)
-        from overspill.api.client.local_server import (
+        from ..client.local_server import (
             PRINCIPAL_HEADER,
             ROLE_HEADER,
             LocalServer,
@@ -68,7 +68,7 @@ class CliContext:
                 return LocalServer(self.settings).client(c.owner, "admin")
             except LocalServerUnavailable as exc:
                 self.warn(f"{exc.message}; working in this process instead")
-        from overspill.api.server.running import start_in_thread
+        from ..server.running import start_in_thread
 
         endpoint, self._stop_in_process = start_in_thread(self.settings)
         return WireClient(endpoint, headers=headers, timeout=300)

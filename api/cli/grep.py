@@ -15,12 +15,13 @@ import json
 import sys
 from typing import Any, BinaryIO
 
-from overspill.api.cli.context import CliContext, CliError, positive
-from overspill.api.cli.progress import Progress
-from overspill.api.cli.read import say_what_is_missing
-from overspill.api.client.calls import JSON, ApiCalls
 from overspill.artifacts.bounds import MAX_GREP_MATCHES as _MAX_PAGE  # the server's bound
 from overspill.artifacts.grep_groups import Groups, Row
+
+from ..client.calls import JSON, ApiCalls
+from .context import CliContext, CliError, positive
+from .progress import Progress
+from .read import say_what_is_missing
 
 
 def register(sub: Any) -> None:

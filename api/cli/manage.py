@@ -6,9 +6,9 @@ import argparse
 import json
 from typing import Any
 
-from overspill.api.cli.context import CliContext, CliError
-from overspill.api.cli.text import time_of, when
-from overspill.api.client.calls import ApiCalls
+from ..client.calls import ApiCalls
+from .context import CliContext, CliError
+from .text import time_of, when
 
 
 def register(sub: Any) -> None:

@@ -18,13 +18,14 @@ import sys
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
-from overspill.api.cli.context import EXIT_ERROR, CliContext, CliError, positive, size
-from overspill.api.cli.progress import Progress
-from overspill.api.cli.text import exit_status, table, terminal_width, time_of, when
-from overspill.api.client.calls import JSON, ApiCalls
 from overspill.artifacts.errors import OverspillError
 from overspill.artifacts.units import format_bytes
 from overspill.shell.wording import redaction_note
+
+from ..client.calls import JSON, ApiCalls
+from .context import EXIT_ERROR, CliContext, CliError, positive, size
+from .progress import Progress
+from .text import exit_status, table, terminal_width, time_of, when
 
 
 def register(sub: Any) -> None:

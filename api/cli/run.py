@@ -18,8 +18,9 @@ import sys
 import threading
 from typing import Any
 
-from overspill.api.cli.context import CliContext, CliError, positive, size
 from overspill.shell.sink import DeferredSink, OutputSink
+
+from .context import CliContext, CliError, positive, size
 
 
 def register(sub: Any) -> None:
@@ -133,12 +134,12 @@ def sink(ctx: CliContext) -> DeferredSink:
 
     def build() -> OutputSink:
         if c.url:
-            from overspill.api.client.sinks import RemoteSink
+            from ..client.sinks import RemoteSink
 
             return RemoteSink(ctx.client(), session_id=c.session_id, max_bytes=max_bytes)
         if c.local_server:
-            from overspill.api.client.local_server import LocalServer, LocalServerUnavailable
-            from overspill.api.client.sinks import LocalServerSink
+            from ..client.local_server import LocalServer, LocalServerUnavailable
+            from ..client.sinks import LocalServerSink
 
             try:
                 client = LocalServer(settings).client(c.owner, "admin")
@@ -146,10 +147,11 @@ def sink(ctx: CliContext) -> DeferredSink:
                 ctx.warn(f"{exc.message}; storing from this process instead")
             else:
                 return LocalServerSink(client, session_id=c.session_id, max_bytes=max_bytes)
-        from overspill.api.cleanup import sweep_soon
         from overspill.artifacts.records import Principal
         from overspill.artifacts.store import ArtifactStore
         from overspill.shell import StoreSink
+
+        from ..cleanup import sweep_soon
 
         store = ArtifactStore.open(settings.store)
         sweep_soon(store, settings.shell, settings.server.sweep_interval_s)

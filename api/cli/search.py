@@ -13,10 +13,11 @@ import json
 import sys
 from typing import Any
 
-from overspill.api.cli.context import CliContext, positive
-from overspill.api.cli.progress import Progress
-from overspill.api.client.calls import ApiCalls
 from overspill.artifacts.bounds import MAX_SEARCH_MATCHES as _MAX_PAGE  # the server's bound
+
+from ..client.calls import ApiCalls
+from .context import CliContext, positive
+from .progress import Progress
 
 
 def register(sub: Any) -> None:

@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any
 
-from overspill.api.cli.context import CliContext, CliError
+from .context import CliContext, CliError
 
 
 def _port(text: str) -> int:
@@ -52,19 +52,19 @@ def register(sub: Any) -> None:
 
 
 def cmd_serve(ctx: CliContext, args: argparse.Namespace) -> int:
-    from overspill.api.server.running import serve
+    from ..server.running import serve
 
     return serve(ctx.settings, args.host, args.port, sign_in_link=args.sign_in_link)
 
 
 def cmd_server(ctx: CliContext, args: argparse.Namespace) -> int:
-    from overspill.api.client.local_server import LocalServer
+    from ..client.local_server import LocalServer
 
     if ctx.settings.client.url:
         raise CliError("OVERSPILL_URL is set: verbs use that server, not a local one")
     local = LocalServer(ctx.settings)
     if args.server_verb == "run":
-        from overspill.api.server.running import serve_local
+        from ..server.running import serve_local
 
         return serve_local(ctx.settings, args.ready_fd)
     if args.server_verb == "stop":
@@ -84,7 +84,7 @@ def cmd_server(ctx: CliContext, args: argparse.Namespace) -> int:
 def cmd_mcp(ctx: CliContext, args: argparse.Namespace) -> int:
     """Serve the tools to one local agent over stdio (MCP), the store in this
     process (an agent's session keeps it open anyway)."""
-    from overspill.api.agent.mcp_stdio import serve
+    from ..agent.mcp_stdio import serve
 
     print("overspill: serving MCP on stdio", file=sys.stderr) if sys.stderr.isatty() else None
     serve(ctx.settings)

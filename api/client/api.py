@@ -20,7 +20,6 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from overspill.api.results import SavedResult, SaveRequest
     from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, SearchQuery
     from overspill.artifacts.records import (
         ArtifactInfo,
@@ -33,6 +32,8 @@ if TYPE_CHECKING:
     )
     from overspill.artifacts.writes import NewArtifact
     from overspill.shell.sink import OutputSink
+
+    from ..results import SavedResult, SaveRequest
 
 
 class StoreClient(Protocol):

@@ -13,13 +13,13 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # a verb builds its parser before it knows it will talk to anyone
-    from overspill.api.client.wire import WireClient
+    from .wire import WireClient
 
 JSON = dict[str, Any]
 
 
 def _art(artifact_id: str) -> str:
-    from overspill.api.client.wire import quote
+    from .wire import quote
 
     return f"/v1/artifacts/{quote(artifact_id)}"
 
@@ -141,7 +141,7 @@ class ApiCalls:
         return answer
 
     def revoke_token(self, token_id: str) -> JSON:
-        from overspill.api.client.wire import quote
+        from .wire import quote
 
         answer: JSON = self.http.json("DELETE", f"/v1/admin/tokens/{quote(token_id)}")
         return answer
@@ -170,7 +170,7 @@ class ApiCalls:
 
 
 def _policy_path(owner: str | None) -> str:
-    from overspill.api.client.wire import quote
+    from .wire import quote
 
     if owner is None:
         return "/v1/admin/retention"

@@ -12,10 +12,6 @@ import builtins
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from overspill.api.client.calls import ApiCalls
-from overspill.api.client.sinks import RemoteSink
-from overspill.api.client.wire import Endpoint, WireClient
-from overspill.api.results import SavedResult, SaveRequest
 from overspill.artifacts.audit import AuditEntry
 from overspill.artifacts.gc_pause import cyclic_gc_paused
 from overspill.artifacts.policies import PolicySpec, PolicyView, Preview
@@ -32,6 +28,11 @@ from overspill.artifacts.records import (
 from overspill.artifacts.sweeper import SweepReport
 from overspill.artifacts.tokens import IssuedToken, TokenInfo
 from overspill.artifacts.writes import NewArtifact
+
+from ..results import SavedResult, SaveRequest
+from .calls import ApiCalls
+from .sinks import RemoteSink
+from .wire import Endpoint, WireClient
 
 
 class OverspillClient:

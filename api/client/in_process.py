@@ -7,7 +7,6 @@ import builtins
 import time
 from collections.abc import Iterable, Iterator
 
-from overspill.api.results import SavedResult, SaveRequest, save_stream
 from overspill.artifacts.follow import Backoff
 from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, SearchQuery
 from overspill.artifacts.records import (
@@ -24,6 +23,8 @@ from overspill.artifacts.store import ArtifactStore
 from overspill.artifacts.writes import NewArtifact
 from overspill.shell.redact.policy import Redaction, masked, what_was_masked
 from overspill.shell.sink import OutputSink
+
+from ..results import SavedResult, SaveRequest, save_stream
 
 
 def redaction_for(store: ArtifactStore, base: Redaction, owner: str) -> Redaction:

@@ -33,13 +33,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from overspill.api.client.wire import Endpoint, Unreachable, WireClient
-from overspill.api.version import VERSION
 from overspill.artifacts.errors import BY_CODE, OverspillError, StorageUnavailable
 from overspill.artifacts.home import ensure_home
 
+from ..version import VERSION
+from .wire import Endpoint, Unreachable, WireClient
+
 if TYPE_CHECKING:
-    from overspill.api.settings import Settings
+    from ..settings import Settings
 
 SOCKET = "server.sock"
 RUN_LOCK = "server.lock"

@@ -20,13 +20,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from overspill.api.client.wire import Unreachable, WireClient
 from overspill.artifacts.errors import OverspillError
 from overspill.artifacts.segments import StagedSegment
 from overspill.artifacts.writer import ArtifactWriter
 from overspill.artifacts.writes import Ending
 from overspill.shell.results import ArtifactRef
 from overspill.shell.sink import SinkStream
+
+from .wire import Unreachable, WireClient
 
 
 class _WriterStream:

@@ -17,20 +17,21 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from starlette.routing import Route
 
-from overspill.api.server import errors
-from overspill.api.server.limits import PrincipalLimit
-from overspill.api.server.metrics import Metrics
-from overspill.api.server.routes import admin as routes_admin
-from overspill.api.server.routes import artifacts as routes_artifacts
-from overspill.api.server.routes import ops as routes_ops
-from overspill.api.server.routes import reads as routes_reads
-from overspill.api.server.routes import results as routes_results
-from overspill.api.server.routes import search as routes_search
-from overspill.api.settings import Settings
-from overspill.api.version import VERSION
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell.redact.policy import Redaction
+
+from ..settings import Settings
+from ..version import VERSION
+from . import errors
+from .limits import PrincipalLimit
+from .metrics import Metrics
+from .routes import admin as routes_admin
+from .routes import artifacts as routes_artifacts
+from .routes import ops as routes_ops
+from .routes import reads as routes_reads
+from .routes import results as routes_results
+from .routes import search as routes_search
 
 
 class Activity:
@@ -101,11 +102,11 @@ def create_app(
     app.include_router(routes_ops.router)
     mcp = None
     if local:
-        from overspill.api.server.routes import local as routes_local
+        from .routes import local as routes_local
 
         app.include_router(routes_local.router)
     else:
-        from overspill.api.server.routes import ui as routes_ui
+        from .routes import ui as routes_ui
 
         _offline_docs(app)
         app.include_router(routes_ui.make_router())
@@ -197,10 +198,10 @@ def _offline_docs(app: FastAPI) -> None:
 
 def _mcp(app: FastAPI) -> Any:
     """The MCP endpoint: the artifact tools (no bash) for each token's principal."""
-    from overspill.api.agent.result_saver import saver_for
-    from overspill.api.agent.tools import ArtifactTools
-    from overspill.api.client.in_process import InProcessClient, redaction_for
-    from overspill.api.server.mcp_http import McpHttp
+    from ..agent.result_saver import saver_for
+    from ..agent.tools import ArtifactTools
+    from ..client.in_process import InProcessClient, redaction_for
+    from .mcp_http import McpHttp
 
     shell = app.state.settings.shell  # read once, here, not per call
 

@@ -10,12 +10,13 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
-from overspill.api.client.in_process import redaction_for
-from overspill.api.client.local_server import PRINCIPAL_HEADER, ROLE_HEADER
 from overspill.artifacts.errors import InvalidArgument
 from overspill.artifacts.records import ROLES, Principal
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell.redact.policy import Redaction
+
+from ..client.in_process import redaction_for
+from ..client.local_server import PRINCIPAL_HEADER, ROLE_HEADER
 
 
 async def get_store(request: Request) -> ArtifactStore:

@@ -18,11 +18,12 @@ import anyio
 import mcp_types as types
 from mcp.server import Server
 
-from overspill.api.agent.harnesses import budget_for
-from overspill.api.agent.mcp_table import INSTRUCTIONS, RESOURCE_TEMPLATE, tool_list, tool_result
-from overspill.api.agent.tools import ArtifactTools, ToolResult
-from overspill.api.version import VERSION
 from overspill.shell.wording import tool_error
+
+from ..agent.harnesses import budget_for
+from ..agent.mcp_table import INSTRUCTIONS, RESOURCE_TEMPLATE, tool_list, tool_result
+from ..agent.tools import ArtifactTools, ToolResult
+from ..version import VERSION
 
 PRINCIPAL_KEY = "overspill_principal"
 
@@ -56,8 +57,8 @@ def build_server(tools_for: ToolsFor) -> Server[Any]:
     async def read_resource(
         ctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
-        from overspill.api.agent.tools.arguments import ToolArgumentError
-        from overspill.api.agent.tools.resources import read_arguments
+        from ..agent.tools.arguments import ToolArgumentError
+        from ..agent.tools.resources import read_arguments
 
         uri = str(params.uri)
         try:
@@ -129,7 +130,7 @@ class McpHttp:
             return
         headers = dict(scope.get("headers") or [])
         scheme, _, secret = headers.get(b"authorization", b"").decode("latin-1").partition(" ")
-        from overspill.api.server.deps import BAD_TOKEN, NO_TOKEN  # (the HTTP server's, loaded)
+        from .deps import BAD_TOKEN, NO_TOKEN  # (the HTTP server's, loaded)
 
         if scheme.lower() != "bearer" or not secret.strip():
             await _error(send, 401, "unauthorized", NO_TOKEN)

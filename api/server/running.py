@@ -21,15 +21,16 @@ from typing import Any
 
 import uvicorn
 
-from overspill.api.cleanup import PeriodicSweeper, sweep_soon
-from overspill.api.client.local_server import RUN_LOCK, fingerprint, flocked, socket_path
-from overspill.api.client.wire import Endpoint
-from overspill.api.server.app import create_app
-from overspill.api.settings import Settings
-from overspill.api.version import VERSION
 from overspill.artifacts.errors import ConfigurationError, OverspillError
 from overspill.artifacts.home import ensure_home
 from overspill.artifacts.store import ArtifactStore
+
+from ..cleanup import PeriodicSweeper, sweep_soon
+from ..client.local_server import RUN_LOCK, fingerprint, flocked, socket_path
+from ..client.wire import Endpoint
+from ..settings import Settings
+from ..version import VERSION
+from .app import create_app
 
 log = logging.getLogger(__name__)
 

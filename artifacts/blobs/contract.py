@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from overspill.artifacts.blobs.base import BlobNotFound, BlobStore
-from overspill.artifacts.errors import InvalidArgument
+from ..errors import InvalidArgument
+from .base import BlobNotFound, BlobStore
 
 ESCAPING_KEYS = ("../escape", "a/../../b", "/abs", "a//b", "a/b/", "sp ace", "")
 

@@ -22,8 +22,8 @@ from sqlalchemy.exc import (
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
-from overspill.artifacts.db.engine import WRITE_LOCK, first_line
-from overspill.artifacts.errors import InvalidArgument, StorageUnavailable
+from ..errors import InvalidArgument, StorageUnavailable
+from .engine import WRITE_LOCK, first_line
 
 
 class Database:

@@ -11,8 +11,9 @@ import re
 from collections.abc import Iterable
 
 from overspill.artifacts.errors import ConfigurationError
-from overspill.shell.redact.rules import BUILTIN, known_value_rules, user_rules
-from overspill.shell.redact.stream import Manifest, RuleSet, StreamRedactor, redact_once
+
+from .rules import BUILTIN, known_value_rules, user_rules
+from .stream import Manifest, RuleSet, StreamRedactor, redact_once
 
 RULE_NAMES = tuple(r.name for r in BUILTIN)
 _BUILTIN_SETS: dict[frozenset[str], RuleSet] = {}
@@ -60,7 +61,7 @@ def ruleset_for(
     return rules
 
 
-from overspill.shell.redact.policy import OFF, Redaction  # noqa: E402  (uses ruleset_for)
+from .policy import OFF, Redaction  # noqa: E402  (uses ruleset_for)
 
 __all__ = [
     "OFF",

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
-from overspill.shell.redact.stream import RuleSet, StreamRedactor
+from .stream import RuleSet, StreamRedactor
 
 if TYPE_CHECKING:
-    from overspill.shell.config import ShellSettings
+    from ..config import ShellSettings
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -48,7 +48,7 @@ class Redaction(NamedTuple):
         return redaction
 
     def check(self) -> None:
-        from overspill.shell.redact import ruleset_for
+        from . import ruleset_for
 
         ruleset_for(disabled=self.disabled, patterns=self.patterns)
 
@@ -64,7 +64,7 @@ class Redaction(NamedTuple):
         credential value the writer knows of."""
         if not self.enabled:
             return None
-        from overspill.shell.redact import ruleset_for
+        from . import ruleset_for
 
         return ruleset_for(known, disabled=self.disabled, patterns=self.patterns)
 

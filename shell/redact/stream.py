@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from overspill.shell.redact.prefilter import LARGE, Prefilter, StdlibPrefilter, fastest
-from overspill.shell.redact.rules import WORD, Rule
+from .prefilter import LARGE, Prefilter, StdlibPrefilter, fastest
+from .rules import WORD, Rule
 
 CUSTOM_REACH = 256  # the longest match of an admin's own pattern that is always found
 MAX_SPANS = 1_000

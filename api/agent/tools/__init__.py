@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from overspill.api.agent.tools.schemas import (
+from .schemas import (
     BASH_DEFINITIONS,
     DEFAULT_CHARS,
     MAX_CHARS,
@@ -23,7 +23,7 @@ from overspill.api.agent.tools.schemas import (
 )
 
 if TYPE_CHECKING:
-    from overspill.api.agent.tools.handlers import ArtifactTools, ToolResult
+    from .handlers import ArtifactTools, ToolResult
 
 __all__ = [
     "BASH_DEFINITIONS",
@@ -39,7 +39,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in ("ArtifactTools", "ToolResult"):
-        from overspill.api.agent.tools import handlers
+        from . import handlers
 
         return getattr(handlers, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,7 +17,14 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from overspill.api.agent.tools.answers import (
+from overspill.artifacts.errors import Gone, OverspillError
+from overspill.artifacts.grep_groups import Groups, Row
+from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
+from overspill.artifacts.records import ArtifactInfo, Line, Window
+from overspill.shell.wording import call, count, end_of_stored, redaction_note, tool_error
+
+from ...client.api import StoreClient
+from .answers import (
     coverage_of,
     data,
     end_of,
@@ -26,20 +33,14 @@ from overspill.api.agent.tools.answers import (
     line_span,
     searched_all,
 )
-from overspill.api.agent.tools.arguments import ToolArgumentError, check_arguments
-from overspill.api.agent.tools.schemas import (
+from .arguments import ToolArgumentError, check_arguments
+from .schemas import (
     DEFAULT_CHARS,
     MAX_CHARS,
     save_definition,
     tool_definitions,
 )
-from overspill.api.agent.tools.search import search_answer
-from overspill.api.client.api import StoreClient
-from overspill.artifacts.errors import Gone, OverspillError
-from overspill.artifacts.grep_groups import Groups, Row
-from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
-from overspill.artifacts.records import ArtifactInfo, Line, Window
-from overspill.shell.wording import call, count, end_of_stored, redaction_note, tool_error
+from .search import search_answer
 
 _HEX_ROW = 79  # characters of one hexdump row (16 bytes) and its newline
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl
 
-from overspill.api.agent.tools.arguments import ToolArgumentError
+from .arguments import ToolArgumentError
 
 SCHEME = "artifact://"
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from overspill.api.agent.tools.answers import grep_row
-from overspill.api.client.api import StoreClient
 from overspill.artifacts.queries import SearchQuery
 from overspill.artifacts.search import resume_cursor
 from overspill.shell.wording import call, count
+
+from ...client.api import StoreClient
+from .answers import grep_row
 
 
 def search_answer(

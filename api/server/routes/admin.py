@@ -8,9 +8,6 @@ from typing import Any
 from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from overspill.api.cleanup import run_cleanup
-from overspill.api.server.deps import AdminDep, StoreDep
-from overspill.api.server.errors import RESPONSES, ErrorBody
 from overspill.artifacts.audit import AuditEntry
 from overspill.artifacts.bounds import MAX_OFFSET
 from overspill.artifacts.errors import InvalidArgument
@@ -19,6 +16,10 @@ from overspill.artifacts.records import Role
 from overspill.artifacts.retention import GLOBAL
 from overspill.artifacts.sweeper import SweepReport
 from overspill.artifacts.tokens import IssuedToken, TokenInfo
+
+from ...cleanup import run_cleanup
+from ..deps import AdminDep, StoreDep
+from ..errors import RESPONSES, ErrorBody
 
 router = APIRouter(
     prefix="/v1/admin",

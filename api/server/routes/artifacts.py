@@ -15,8 +15,6 @@ from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import ClientDisconnect
 
-from overspill.api.server.deps import PrincipalDep, RedactionDep, StoreDep
-from overspill.api.server.errors import RESPONSES, ErrorBody
 from overspill.artifacts.bounds import MAX_OFFSET
 from overspill.artifacts.errors import InvalidArgument, StorageUnavailable
 from overspill.artifacts.queries import ListQuery
@@ -28,6 +26,9 @@ from overspill.artifacts.retention import MAX_RETENTION_S
 from overspill.artifacts.writes import Ending, NewArtifact
 from overspill.shell.redact.policy import what_was_masked
 from overspill.shell.redact.stream import StreamRedactor
+
+from ..deps import PrincipalDep, RedactionDep, StoreDep
+from ..errors import RESPONSES, ErrorBody
 
 router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"], responses=RESPONSES)
 log = logging.getLogger(__name__)

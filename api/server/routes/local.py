@@ -21,13 +21,14 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from overspill.api.server.deps import PrincipalDep, StoreDep
-from overspill.api.server.routes.artifacts import CreateArtifact
 from overspill.artifacts.blobs.base import AppendableBlobStore
 from overspill.artifacts.bounds import MAX_OFFSET
 from overspill.artifacts.inputs import check_source, check_text
 from overspill.artifacts.segments import StagedSegment
 from overspill.artifacts.writes import Ending
+
+from ..deps import PrincipalDep, StoreDep
+from .artifacts import CreateArtifact
 
 router = APIRouter(prefix="/v1/local", include_in_schema=False)
 

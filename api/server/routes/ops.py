@@ -16,9 +16,10 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
-from overspill.api.server.deps import PrincipalDep, StoreDep
 from overspill.artifacts.errors import StorageUnavailable
 from overspill.artifacts.records import Principal
+
+from ..deps import PrincipalDep, StoreDep
 
 router = APIRouter(tags=["operations"])
 _CHECKS = ThreadPoolExecutor(2, thread_name_prefix="readyz")

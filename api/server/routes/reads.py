@@ -21,17 +21,6 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.background import BackgroundTask
 
-from overspill.api.server.deps import (
-    PrincipalDep,
-    ReaderDep,
-    StoreDep,
-    bearer_secret,
-    content_scope,
-)
-from overspill.api.server.errors import RESPONSES, ErrorBody, error_response
-from overspill.api.server.limits import LARGE_READ_BYTES
-from overspill.api.server.ranges import RangeNotSatisfiable, parse_range
-from overspill.api.server.routes.artifacts import ARTIFACT_ID
 from overspill.artifacts.errors import InvalidArgument, OverspillError, TooManyRequests
 from overspill.artifacts.follow import Backoff
 from overspill.artifacts.queries import GrepQuery, LineQuery, TailQuery, TextQuery
@@ -42,6 +31,18 @@ from overspill.artifacts.records import (
     TailWindow,
     TextWindow,
 )
+
+from ..deps import (
+    PrincipalDep,
+    ReaderDep,
+    StoreDep,
+    bearer_secret,
+    content_scope,
+)
+from ..errors import RESPONSES, ErrorBody, error_response
+from ..limits import LARGE_READ_BYTES
+from ..ranges import RangeNotSatisfiable, parse_range
+from .artifacts import ARTIFACT_ID
 
 router = APIRouter(prefix="/v1/artifacts", tags=["reads"], responses=RESPONSES)
 

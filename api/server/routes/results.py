@@ -14,11 +14,12 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
-from overspill.api.results import DEFAULT_BUDGET, ResultSave, SavedResult, SaveRequest
-from overspill.api.server.deps import PrincipalDep, RedactionDep, StoreDep
-from overspill.api.server.errors import RESPONSES
 from overspill.artifacts.errors import InvalidArgument
 from overspill.artifacts.inputs import MAX_SOURCE_BYTES, check_source
+
+from ...results import DEFAULT_BUDGET, ResultSave, SavedResult, SaveRequest
+from ..deps import PrincipalDep, RedactionDep, StoreDep
+from ..errors import RESPONSES
 
 router = APIRouter(prefix="/v1/results", tags=["results"], responses=RESPONSES)
 

@@ -11,11 +11,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
-from overspill.api.server.deps import StoreDep
-from overspill.api.server.errors import RESPONSES
-from overspill.api.server.routes.reads import _LIMITED, ExpensiveDep
 from overspill.artifacts.queries import SearchQuery
 from overspill.artifacts.records import SearchResult
+
+from ..deps import StoreDep
+from ..errors import RESPONSES
+from .reads import _LIMITED, ExpensiveDep
 
 router = APIRouter(prefix="/v1", tags=["reads"], responses=RESPONSES)
 

@@ -19,7 +19,7 @@ from importlib import resources
 
 from fastapi import APIRouter, Request, Response
 
-from overspill.api.server.errors import error_response
+from ..errors import error_response
 
 _CSP = "; ".join(
     [
