@@ -5,4 +5,3 @@ if __name__ != "overspill.api":  # one identity: the folder is never a top-level
         f"{__name__} is overspill.api: import it as overspill.api (install the "
         "project: pip install -e .), not as a folder of the checkout"
     )
-

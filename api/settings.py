@@ -42,9 +42,12 @@ def _default_owner() -> str:
 
 
 class ClientSettings(SettingsBase):
-    # A server to use instead of this machine's store, and the token for it.
+    # A server to use instead of this machine's store, and the token for it (or
+    # the file holding it: what ``overspill install --http`` writes into a
+    # harness's config, so the token itself is in no config file).
     url: str | None = None
     token: str | None = None
+    token_file: str | None = None
     owner: str = setting(default_factory=_default_owner)
     session_id: str | None = None
     # In the embedded default every verb talks to a local server on a Unix socket
@@ -87,6 +90,8 @@ class Settings(NamedTuple):
         SettingsBase._deprecated.clear()
         store, shell = StoreSettings.load(), ShellSettings.load()
         client, server = ClientSettings.load(), ServerSettings.load()
+        if client.token is None and client.token_file:
+            client = client.replace(token=_read_token(client.token_file))
         known = {name for s in sections for name in s.field_names()} | _OWN_NAMES
         notes = [f"{note} (the old name still works for now)" for note in SettingsBase._deprecated]
         for name in env_names():
@@ -100,6 +105,22 @@ class Settings(NamedTuple):
                 hint = f"; did you mean {close}?" if close else ""
                 notes.append(f"{name} in the OVERSPILL_CONFIG file is not a setting{hint}")
         return cls(store, shell, client, server, tuple(notes))
+
+
+def _read_token(path: str) -> str:
+    """The token in ``OVERSPILL_TOKEN_FILE``: its first line, checked here once."""
+    from overspill.artifacts.errors import ConfigurationError
+
+    try:
+        with open(path) as f:
+            token = f.readline().strip()
+    except OSError as exc:
+        raise ConfigurationError(
+            f"invalid setting OVERSPILL_TOKEN_FILE: cannot read {path}: {exc.strerror}"
+        ) from None
+    if not token:
+        raise ConfigurationError(f"invalid setting OVERSPILL_TOKEN_FILE: {path} is empty")
+    return token
 
 
 def _closest(name: str, known: set[str]) -> str | None:

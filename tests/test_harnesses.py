@@ -11,6 +11,7 @@ harness. Each run is traced: a connect() to anything but loopback fails it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Generator, Iterator
@@ -26,7 +27,6 @@ from tests.harnesses.clients import (
     Harness,
     HarnessesUnavailable,
     installed,
-    overspill_server,
 )
 from tests.harnesses.standin import Action, Reply, StandIn, ToolCall, Turn
 
@@ -90,13 +90,17 @@ class Drive:
         for d in (self.home, self.work):
             d.mkdir()
 
-    def __call__(self, steps: Callable[[], Steps]) -> list[str]:
+    def __call__(
+        self, steps: Callable[[], Steps], *, shell: bool = False, env: dict[str, str] | None = None
+    ) -> list[str]:
         with StandIn(self.harness.dialect, Planned(steps)) as model:
             run = self.harness.run(
                 home=self.home,
                 work=self.work,
-                server=overspill_server(self.store),
+                store=self.store,
                 model_url=model.url,
+                shell=shell,
+                extra_env=env,
             )
         assert not model.errors, model.errors
         assert not run.foreign, f"{self.harness.key} reached past loopback: {run.foreign[:5]}"
@@ -217,3 +221,44 @@ def test_search_across_outputs_reaches_the_model_with_the_ids_it_names(drive: Dr
     answer = _answer(received[2])
     assert art in answer
     assert "70001:ECONNREFUSED 10.0.0.1:5432" in answer.replace(f"{art}:", "")
+
+
+# -- the harness's own shell into the store ---------------------------------------------
+
+
+def test_claude_codes_own_bash_overflows_into_overspill_and_reads_on_through_its_tools(
+    harness_bin: Path, tmp_path: Path
+) -> None:
+    from tests.helpers import cli_env, run_cli
+
+    drive = Drive(HARNESSES["claude-code"], tmp_path)
+
+    def steps() -> Steps:
+        text = yield ToolCall("Bash", {"command": "seq 1 200000", "description": "count"})
+        calls = find_calls(text)
+        if calls:
+            yield ToolCall(*calls[0])
+
+    # The local server that `overspill run` starts idles out at once, so the
+    # traced harness's last descendant ends with the run.
+    received = drive(steps, shell=True, env={"OVERSPILL_LOCAL_SERVER_IDLE_S": "2"})
+    first = received[0]
+    assert len(first) <= 30_000  # under Claude Code's own cut: no <persisted-output>
+    assert "persisted-output" not in first
+    m = re.search(
+        r"artifact (art_\w+); shown lines (\d+)-200000 of 200000 \(bytes (\d+)-1288895 of 1288895\)",
+        first,
+    )
+    assert m, first[-800:]
+    art, start = m.group(1), int(m.group(3))
+    assert first.split("\n[output truncated")[0] == SEQ[start:].decode()
+    # The artifact holds the whole output, and the model read on through overspill's tool.
+    env = cli_env(OVERSPILL_HOME=drive.store)
+    info = run_cli(env, "info", art, "--json")
+    assert info.returncode == 0, info.stderr
+    meta = json.loads(info.stdout)
+    assert (meta["size_bytes"], meta["state"]) == (1_288_895, "complete")
+    assert run_cli(env, "cat", art).stdout == SEQ
+    window = _answer(received[1])
+    span = re.search(r"bytes (\d+)-(\d+) of 1288895", window.partition("\n")[0])
+    assert span and int(span.group(2)) == start

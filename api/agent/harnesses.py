@@ -102,6 +102,12 @@ def harness_of(client_name: str | None) -> Harness | None:
     return None
 
 
+def harness_by_key(key: str) -> Harness | None:
+    """The harness ``overspill install`` names ``key`` (None for one whose cut is
+    not known: opencode, Cursor, Goose)."""
+    return next((h for h in HARNESSES if h.key == key), None)
+
+
 def budget_for(client_name: str | None, configured: int | None = None) -> Budget:
     """The budget for a client: ``configured`` (written at install time) when set,
     else under the cut of the harness that named itself, else the default."""

