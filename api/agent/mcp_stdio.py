@@ -66,6 +66,9 @@ class Runtime:
 
         client, shell = settings.client, settings.shell
         redaction = Redaction.from_settings(shell)
+        # A harness starts one server per conversation: where it names none, the
+        # conversation is this process (artifact_list shows its outputs first).
+        session = client.session_id or process_session()
         backend: Any
         sink: OutputSink
         if client.url:
@@ -73,7 +76,7 @@ class Runtime:
 
             remote = OverspillClient(client.url, client.token)
             backend = remote
-            sink = remote.sink(session_id=client.session_id, max_bytes=shell.stream_max_bytes)
+            sink = remote.sink(session_id=session, max_bytes=shell.stream_max_bytes)
         else:
             from overspill.artifacts.records import Principal
             from overspill.artifacts.store import ArtifactStore
@@ -92,11 +95,11 @@ class Runtime:
             agent = Principal(name=client.owner, role="agent")
             backend = InProcessClient(store, agent, redaction=redaction)
             sink = StoreSink(
-                store, agent, session_id=client.session_id, max_bytes=shell.stream_max_bytes
+                store, agent, session_id=session, max_bytes=shell.stream_max_bytes
             )
-        saver = saver_for(backend, shell, session_id=client.session_id, redaction=redaction)
+        saver = saver_for(backend, shell, session_id=session, redaction=redaction)
         self.tools = ArtifactTools(
-            backend, max_chars=budget.read_bytes, session_id=client.session_id, saver=saver
+            backend, max_chars=budget.read_bytes, session_id=session, saver=saver
         )
         windows = budget.stream_windows(shell.max_output_bytes)
         shell = shell.replace(max_output_bytes=windows.stderr, redact=redaction.enabled)
@@ -124,6 +127,14 @@ class Runtime:
 
     def close(self) -> None:
         self.bash.close()
+
+
+def process_session() -> str:
+    """A session id for this server process: its start time and pid."""
+    import os
+    import time
+
+    return f"mcp-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}"
 
 
 class StdioServer:
