@@ -25,11 +25,21 @@ class SpawnError(RuntimeError):
     """The command could not be started at all (missing workdir, no bash)."""
 
 
+TREE_MARK = "OVERSPILL_TREE"
+"""Set in every command's environment to a value of its own: a process that left
+the command's session (``setsid``) still carries it, and is found by it."""
+
 # The watchdog's whole program: wait for "ok" on stdin; anything else (EOF because
-# overspill died, SIGKILL included) ends the command's group, TERM then KILL.
+# overspill died, SIGKILL included) ends the command's group and every process that
+# carries the tree's mark, TERM then KILL.
 _WATCHDOG = (
-    'read -r x; [ "$x" = ok ] && exit 0; kill -TERM -- "-$1" 2>/dev/null || exit 0; '
-    'sleep "$2"; kill -KILL -- "-$1" 2>/dev/null; exit 0'
+    'group=$1 grace=$2 mark=$3; '
+    'marked() { for e in /proc/[0-9]*/environ; do '
+    'grep -qzx "OVERSPILL_TREE=$mark" "$e" 2>/dev/null && '
+    '{ p=${e%/environ}; kill -"$1" "${p#/proc/}" 2>/dev/null; }; done; }; '
+    'read -r x; [ "$x" = ok ] && exit 0; '
+    'kill -TERM -- "-$group" 2>/dev/null; marked TERM; '
+    'sleep "$grace"; kill -KILL -- "-$group" 2>/dev/null; marked KILL; exit 0'
 )
 
 
@@ -44,11 +54,11 @@ class Watchdog:
     and the watchdog then ends the group. On a normal finish overspill writes
     "ok" and the watchdog exits without touching anything."""
 
-    def __init__(self, pgid: int, grace_s: float) -> None:
+    def __init__(self, pgid: int, grace_s: float, mark: str) -> None:
         read, self._write = os.pipe()
         try:
             self._popen: subprocess.Popen[bytes] | None = subprocess.Popen(
-                ["bash", "-c", _WATCHDOG, "overspill-watchdog", str(pgid), f"{grace_s:.3f}"],
+                ["bash", "-c", _WATCHDOG, "overspill-watchdog", str(pgid), f"{grace_s:.3f}", mark],
                 stdin=read,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -77,10 +87,13 @@ class Watchdog:
 
 
 class ProcessTree:
-    def __init__(self, popen: subprocess.Popen[bytes], grace_s: float = 3.0) -> None:
+    def __init__(
+        self, popen: subprocess.Popen[bytes], grace_s: float = 3.0, mark: str = ""
+    ) -> None:
         self.popen = popen
         self.pgid = popen.pid  # start_new_session: the leader's pid is the group id
-        self.watchdog = Watchdog(self.pgid, grace_s)
+        self.mark = mark
+        self.watchdog = Watchdog(self.pgid, grace_s, mark)
         self._gone = False
         self._lock = threading.Lock()
         self._pidfd: int | None = None
@@ -161,11 +174,12 @@ def spawn(
 ) -> ProcessTree:
     if not os.path.isdir(cwd):
         raise SpawnError(f"workdir does not exist or is not a directory: {cwd}")
+    mark = os.urandom(12).hex()
     try:
         popen = subprocess.Popen(
             ["bash", "-c", command],
             cwd=cwd,
-            env=dict(env),
+            env={**env, TREE_MARK: mark},
             stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -181,7 +195,7 @@ def spawn(
     if stdin is not None:
         assert popen.stdin is not None
         threading.Thread(target=_feed_stdin, args=(popen.stdin, stdin), daemon=True).start()
-    return ProcessTree(popen, grace_s)
+    return ProcessTree(popen, grace_s, mark)
 
 
 def _widen_pipe(pipe: object) -> None:

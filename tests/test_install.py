@@ -134,7 +134,7 @@ def test_the_entry_starts_the_server_with_its_own_home_owner_and_budget(tmp_path
     assert code == 0, err
     assert "gemini (clientInfo 'gemini-cli-mcp-client') gets answers of at most 36000 bytes" in out
     assert re.search(r"artifact_read\s+Read a stored output\s+read-only", out)
-    assert "[no stored outputs in all your sessions]" in out
+    assert re.search(r"\[no stored outputs in session mcp-\d{8}T\d{6}-\d+\]", out)
 
 
 def test_a_file_that_does_not_parse_is_left_alone_with_one_line(tmp_path: Path) -> None:

@@ -92,13 +92,25 @@ def test_a_signal_ends_the_whole_tree_and_still_prints_the_tail_and_the_artifact
         store.close()
 
 
-def test_a_killed_cli_takes_its_command_tree_with_it(tmp_path: Path) -> None:
-    proc = _start(tmp_path, "echo $$ > pid0; (sleep 300 & echo $! > pid1; wait) & wait")
-    pids = _pids(tmp_path, 2)
-    proc.kill()  # SIGKILL: nothing in overspill runs any more
+KILLED_PARENT = {
+    "silent": "echo $$ > pid0; sleep 300",
+    "streaming": "echo $$ > pid0; yes line | cat",
+    "a tree of three": "echo $$ > pid0; (sleep 300 & echo $! > pid1; wait) & "
+    "(bash -c 'sleep 300 & echo $! > pid2; wait') & wait",
+    "a setsid child": "echo $$ > pid0; setsid sleep 300 & echo $! > pid1; "
+    "(setsid bash -c 'sleep 300 & echo $! > pid2; wait' &) ; sleep 300",
+}
+
+
+@pytest.mark.parametrize("shape", list(KILLED_PARENT))
+def test_a_killed_cli_takes_its_command_tree_with_it(tmp_path: Path, shape: str) -> None:
+    command = KILLED_PARENT[shape]
+    proc = _start(tmp_path, command)
+    pids = _pids(tmp_path, command.count("> pid"))
+    proc.kill()  # SIGKILL, as a harness kills its tool on a timeout: nothing of overspill runs
     proc.communicate(timeout=10)
     for pid in pids:
-        assert _wait(lambda pid=pid: _gone(pid)), f"pid {pid} survived"
+        assert _wait(lambda pid=pid: _gone(pid)), f"pid {pid} of {shape} survived"
 
 
 def test_a_normal_run_leaves_no_watchdog_behind(tmp_path: Path) -> None:

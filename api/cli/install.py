@@ -28,7 +28,7 @@ def register(sub: Any) -> None:
         description="Add overspill's MCP server to CLIENT's own config file, keeping "
         "everything else in it as it was (a backup is written beside it).",
     )
-    install.add_argument("client", choices=CLIENTS)
+    install.add_argument("client", choices=CLIENTS, help="the harness")
     install.add_argument(
         "--project", action="store_true", help="the project's config, not the user's"
     )
@@ -47,13 +47,15 @@ def register(sub: Any) -> None:
     install.set_defaults(func=cmd_install)
 
     uninstall = sub.add_parser("uninstall", help="remove overspill from a harness's config")
-    uninstall.add_argument("client", choices=CLIENTS)
-    uninstall.add_argument("--project", action="store_true")
-    uninstall.add_argument("--dry-run", action="store_true")
+    uninstall.add_argument("client", choices=CLIENTS, help="the harness")
+    uninstall.add_argument(
+        "--project", action="store_true", help="the project's config, not the user's"
+    )
+    uninstall.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     uninstall.set_defaults(func=cmd_uninstall)
 
     hook = sub.add_parser("hook", help="a harness's hook (run by the harness)")
-    hook.add_argument("client", choices=["claude-code"])
+    hook.add_argument("client", choices=["claude-code"], help="the harness running the hook")
     hook.set_defaults(func=cmd_hook)
 
 
