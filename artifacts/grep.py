@@ -39,6 +39,10 @@ from .queries import GrepQuery
 from .records import GrepResult
 
 OVERLAP = 64 * 1024
+LINE_WHOLE = 16 * 1024 * 1024
+"""A line up to this long is searched whole, as one text (a line longer than a
+chunk is gathered first: bounded memory, and ``^(a+)+$`` on an 8 MB line is
+found as GNU grep finds it); a longer one in parts that overlap by OVERLAP."""
 MAX_SPANS = 50
 MAX_PROGRAM = 2_000  # RE2 program size: bounds the cost per byte of a pattern
 
@@ -67,6 +71,22 @@ def compile_pattern(pattern: str, *, ignore_case: bool, fixed: bool) -> re2._Reg
             f"{regex.programsize}, at most {MAX_PROGRAM}); simplify it"
         )
     return regex
+
+
+def compile_inside(pattern: str, *, ignore_case: bool, fixed: bool) -> re2._Regexp:
+    """The pattern followed by one more byte: its matches are the pattern's matches
+    that end *before* the end of the text searched. Where a long line is searched
+    in parts, a match that reaches a part's edge may be one of ``$`` or ``\\b``
+    only because the part ends there; this finds, in one linear pass, the leftmost
+    match that does not depend on the edge (retrying one byte further after each
+    edge match made a pattern such as ``(a+)+$`` quadratic in the part)."""
+    options = re2.Options()
+    options.case_sensitive = not ignore_case
+    options.never_nl = True
+    options.log_errors = False
+    options.never_capture = True
+    body = re2.escape(pattern.encode()) if fixed else pattern.encode()
+    return re2.compile(b"(?m)(?:" + body + b")(?s:.)", options)
 
 
 @dataclass
@@ -252,8 +272,9 @@ def grep(
 ) -> GrepResult:
     # The query's own bounds (context, max_matches, offset) were checked when it
     # was built; every caller passes a GrepQuery.
+    options = {"ignore_case": query.ignore_case, "fixed": query.fixed}
     regex = _Finder(
-        compile_pattern(query.pattern, ignore_case=query.ignore_case, fixed=query.fixed)
+        compile_pattern(query.pattern, **options), compile_inside(query.pattern, **options)
     )
     size = content.size
     start = min(query.offset, size)
@@ -319,9 +340,39 @@ class _Scan:
         self.g = g
         self.number = number  # the line that starts at ``line_start``
         self.line_start = start
-        self.carry = b""  # the end of the current (partial) line, searched again
+        # The current line so far, when it started in an earlier chunk: kept whole
+        # (``pieces``) up to LINE_WHOLE, past it searched in parts (``parted``),
+        # keeping only the last OVERLAP bytes (``carry``) for the next part.
+        self.pieces: list[bytes] = []
+        self.kept = 0
+        self.parted = False
+        self.carry = b""
         self.hit: tuple[int, int] | None = None  # the current line's first match
         self._pos = start  # where the next chunk starts
+
+    def _grow(self, piece: bytes, at: int) -> None:
+        """More of the current line, not its end (``piece`` starts at ``at``)."""
+        if not piece:
+            return
+        if self.parted:
+            joined = self.carry + piece
+            self._search_carry(joined, at - len(self.carry), ends_line=False)
+            self.carry = joined[-OVERLAP:]
+        elif self.kept + len(piece) <= LINE_WHOLE:
+            self.pieces.append(piece)
+            self.kept += len(piece)
+        else:  # too long to keep whole: what is kept is the first part
+            joined = b"".join(self.pieces) + piece
+            self.pieces, self.kept, self.parted = [], 0, True
+            self._search_carry(joined, self.line_start, ends_line=False)
+            self.carry = joined[-OVERLAP:]
+
+    def _grow_end(self, piece: bytes, at: int) -> None:
+        """The last of the current line: search it (whole, or as its last part)."""
+        if self.parted:
+            self._search_carry(self.carry + piece, at - len(self.carry), ends_line=True)
+        else:
+            self._search_carry(b"".join(self.pieces) + piece, self.line_start, ends_line=True)
 
     def _search_carry(self, piece: bytes, base: int, *, ends_line: bool) -> None:
         """Search a part of the current line (at ``base``): its first match, if it
@@ -336,16 +387,22 @@ class _Scan:
         starts_line = base == self.line_start
         if not piece and not (starts_line and ends_line):
             return
-        find, end = self.g.regex.find, len(piece)
-        pos = 0
-        while pos <= end:
-            m = find(piece, pos, end)
-            if m is None:
-                return
-            if (m[1] < end or ends_line) and (m[0] > 0 or starts_line):
-                self.hit = (base + m[0], base + m[1])
-                return
-            pos = m[0] + 1
+        end = len(piece)
+        # A part that does not start the line: a match at its first byte is the
+        # earlier part's to find (it held that byte inside).
+        pos = 0 if starts_line else 1
+        m = self.g.regex.find(piece, pos, end)
+        if m is None:
+            return
+        if m[1] < end or ends_line:
+            self.hit = (base + m[0], base + m[1])
+            return
+        # The leftmost match reaches the part's edge: the leftmost one that ends
+        # before it, in one more pass (linear: never a retry per byte). If there is
+        # none, the next part, which overlaps this one, decides.
+        inside = self.g.regex.inside(piece, pos, end)
+        if inside is not None:
+            self.hit = (base + inside[0], base + inside[1] - 1)
 
     def _end_line(self, end: int) -> int | None:
         """The current line ends at ``end`` (its terminator); record it if it
@@ -355,7 +412,7 @@ class _Scan:
             hit = _Hit(self.number, self.line_start, end, self.hit, [self.hit])
             resume = self._record(hit)
         self.hit = None
-        self.carry = b""
+        self.pieces, self.kept, self.parted, self.carry = [], 0, False, b""
         return resume
 
     def _record(self, hit: _Hit) -> int | None:
@@ -406,12 +463,10 @@ class _Scan:
         first = chunk.find(b"\n")
         g.base, g.data = pos, chunk
         if first < 0:  # the middle of a line longer than a chunk
-            joined = self.carry + chunk
-            self._search_carry(joined, pos - len(self.carry), ends_line=False)
-            self.carry = joined[-OVERLAP:]
+            self._grow(chunk, pos)
             self._pos = pos + len(chunk)
             return None
-        self._search_carry(self.carry + chunk[:first], pos - len(self.carry), ends_line=True)
+        self._grow_end(chunk[:first], pos)
         resume = self._end_line(pos + first)
         if resume is not None:
             return resume
@@ -445,11 +500,7 @@ class _Scan:
                 return resume
         self.number += _newlines(chunk, counted, last + 1)
         self.line_start = pos + last + 1
-        tail = chunk[last + 1 :]
-        if len(tail) > OVERLAP:
-            self._search_carry(tail, self.line_start, ends_line=False)
-            tail = tail[-OVERLAP:]
-        self.carry = tail
+        self._grow(chunk[last + 1 :], self.line_start)
         self._pos = pos + len(chunk)
         return None
 
@@ -457,7 +508,7 @@ class _Scan:
         """The content ended (a last line without a terminator may remain)."""
         if self.line_start >= size:
             return None
-        self._search_carry(self.carry, size - len(self.carry), ends_line=True)
+        self._grow_end(b"", size)
         return self._end_line(size)
 
 
@@ -493,12 +544,21 @@ class _Finder:
     wrapper, not the engine, set the pace of a grep with many matches. Falls
     back to ``search`` should the core call not be there."""
 
-    def __init__(self, regex: re2._Regexp) -> None:
+    def __init__(self, regex: re2._Regexp, inside: re2._Regexp | None = None) -> None:
         self.regex = regex
+        self._inside = inside
         core = getattr(regex, "_regexp", None)
         anchor = getattr(getattr(getattr(re2, "_re2", None), "RE2", None), "Anchor", None)
         self._core = core if core is not None and anchor is not None else None
         self._anchor = getattr(anchor, "UNANCHORED", None)
+
+    def inside(self, data: bytes, pos: int, endpos: int) -> tuple[int, int] | None:
+        """The leftmost match followed by one more byte before ``endpos``, that byte
+        included (see ``compile_inside``)."""
+        if self._inside is None:
+            return None
+        m = self._inside.search(data, pos, endpos)
+        return None if m is None else (m.start(), m.end())
 
     def find(self, data: bytes, pos: int, endpos: int) -> tuple[int, int] | None:
         if self._core is not None:

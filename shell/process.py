@@ -33,8 +33,8 @@ the command's session (``setsid``) still carries it, and is found by it."""
 # overspill died, SIGKILL included) ends the command's group and every process that
 # carries the tree's mark, TERM then KILL.
 _WATCHDOG = (
-    'group=$1 grace=$2 mark=$3; '
-    'marked() { for e in /proc/[0-9]*/environ; do '
+    "group=$1 grace=$2 mark=$3; "
+    "marked() { for e in /proc/[0-9]*/environ; do "
     'grep -qzx "OVERSPILL_TREE=$mark" "$e" 2>/dev/null && '
     '{ p=${e%/environ}; kill -"$1" "${p#/proc/}" 2>/dev/null; }; done; }; '
     'read -r x; [ "$x" = ok ] && exit 0; '

@@ -94,9 +94,7 @@ class Runtime:
                 PeriodicSweeper(store, shell, settings.server.sweep_interval_s).start()
             agent = Principal(name=client.owner, role="agent")
             backend = InProcessClient(store, agent, redaction=redaction)
-            sink = StoreSink(
-                store, agent, session_id=session, max_bytes=shell.stream_max_bytes
-            )
+            sink = StoreSink(store, agent, session_id=session, max_bytes=shell.stream_max_bytes)
         saver = saver_for(backend, shell, session_id=session, redaction=redaction)
         self.tools = ArtifactTools(
             backend, max_chars=budget.read_bytes, session_id=session, saver=saver
