@@ -37,6 +37,7 @@ from .gc_pause import cyclic_gc_paused
 from .newlines import count_newlines
 from .queries import GrepQuery
 from .records import GrepResult
+from .utf8 import utf8_safe_end, utf8_skip_partial
 
 OVERLAP = 64 * 1024
 LINE_WHOLE = 16 * 1024 * 1024
@@ -120,7 +121,9 @@ class _Grep:
         self.matches: list[dict[str, Any]] = []
         self.used = 0
         self.stopped: str | None = None  # why the page ended before the content did
+        self.final = False  # max_matches ends the whole search (grep -m)
         self.floor = 0  # where the page's search starts: no context before it
+        self.shown_to = 0  # past the last line this page shows (a match or its context)
         # The block being searched: most lines a match needs are inside it.
         self.base = 0
         self.data = b""
@@ -150,6 +153,14 @@ class _Grep:
         lo = start if first is None else max(start, first[0] - self.line_cap // 4)
         hi = min(end, lo + self.line_cap)
         data = self.read(lo, hi)
+        # A window starts and ends on character boundaries, so the bytes it says it
+        # shows are the bytes it shows (a cut character decoded to U+FFFD, whose
+        # three bytes were counted for one or two).
+        skip = utf8_skip_partial(data) if lo > start else 0
+        keep = utf8_safe_end(data[skip:]) if hi < end else len(data) - skip
+        if skip + keep < len(data) or skip:
+            data = data[skip : skip + keep]
+            lo += skip
         line = {
             "number": number,
             "offset": start,
@@ -216,11 +227,14 @@ class _Grep:
         lines = []
         pos = hit.end + 1
         size = self.content.size
+        # The search's very last match (grep -m): no page reports what follows, so
+        # its context shows the lines that match as well, as GNU grep does.
+        last = self.final and len(self.matches) + 1 >= self.max_matches
         for k in range(1, self.context + 1):
             if pos >= size:
                 break
             end = self._line_end(pos)
-            if end - pos <= OVERLAP:
+            if not last and end - pos <= OVERLAP:
                 raw = self.read(pos, end)
                 if self.regex.find(raw, 0, len(raw)) is not None:
                     break
@@ -242,7 +256,18 @@ class _Grep:
             inside = [(_chars(raw, s), _chars(raw, e)) for s, e in inside]
         self.matches.append({"line": line, "before": before, "after": after, "spans": inside})
         self.used += cost
+        self.shown_to = past
         return past
+
+    def resume_before(self, hit: _Hit) -> int:
+        """Where the next page starts when this one is full before ``hit``: at the
+        first line of its leading context that this page did not show, so that
+        page shows it (a page that resumed at the match line never showed it)."""
+        if not self.context:
+            return hit.start
+        lines = self.before(hit)
+        start = lines[0]["offset"] if lines else hit.start
+        return max(start, self.shown_to)
 
 
 def _trim_cr(g: _Grep, start: int, end: int) -> int:
@@ -286,7 +311,8 @@ def grep(
         max_bytes=max_bytes,
         line_cap=min(line_cap, max_bytes),
     )
-    g.floor = start
+    g.floor = g.shown_to = start
+    g.final = query.final
     deadline = time.monotonic() + time_budget_s
     scan = _Scan(g, start, content.line_number_at(start))
     with cyclic_gc_paused():
@@ -418,7 +444,7 @@ class _Scan:
     def _record(self, hit: _Hit) -> int | None:
         past = self.g.record(hit)
         if past is None:
-            return hit.start
+            return self.g.resume_before(hit)
         if len(self.g.matches) >= self.g.max_matches:
             self.g.stopped = "max_matches"
             # Resume at the line after the last *match*, not after its context:

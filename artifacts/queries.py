@@ -42,6 +42,11 @@ class GrepQuery(_Query):
     offset: int = Field(
         default=0, ge=0, le=MAX_OFFSET, description="Byte offset to resume a scan at"
     )
+    final: bool = Field(
+        default=False,
+        description="max_matches ends the search (as grep -m): no page follows, and the "
+        "last match's trailing context shows lines that match too",
+    )
 
 
 class SearchQuery(_Query):

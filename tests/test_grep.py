@@ -184,3 +184,19 @@ def test_grep_agrees_with_gnu_grep_on_awkward_bytes_and_every_page_size(
                         break
                     offset = res.next_offset
                 assert got == want, (data, pattern, page)
+
+
+def test_grep_m_shows_trailing_context_that_matches_as_gnu_grep_does(tmp_path: object) -> None:
+    import subprocess
+    from pathlib import Path
+
+    from tests.helpers import cli_env, run_cli
+
+    data = b"HIT1\nHIT2\nHIT3\nx4\nHIT5\n"
+    env = cli_env(OVERSPILL_HOME=Path(str(tmp_path)) / "home")
+    put = run_cli(env, "put", "--name", "hits", stdin=data)
+    (art,) = re.findall(rb"art_\w{26}", put.stdout + put.stderr)
+    for flags in (["-m", "1", "-C", "2"], ["-m", "2", "-C", "1"], ["-m", "1", "-C", "3"]):
+        ours = run_cli(env, "grep", art.decode(), "HIT", *flags)
+        gnu = subprocess.run(["grep", "-n", *flags, "HIT"], input=data, capture_output=True)
+        assert ours.stdout == gnu.stdout, flags

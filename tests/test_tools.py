@@ -327,3 +327,40 @@ def test_list_finds_the_sessions_outputs_newest_first_and_pages(
     assert [r.split()[0] for r in rest[1:-1]] == [ids[0]] and rest[-1] == "[end of list]"
     everything = tools.handle("artifact_list", {"all_sessions": True}).text
     assert everything.startswith("[4 stored outputs in all your sessions")
+
+
+# -- grep answers that are exact (issue: each once failed against GNU grep) -----------------
+
+
+def test_a_long_line_row_that_starts_inside_a_character_claims_the_bytes_it_shows(
+    make_tools: Tools, store: ArtifactStore
+) -> None:
+    data = ("é" * 40000 + "\n" + "€" * 30001).encode()
+    art = write_artifact(store, data)
+    text = make_tools().handle("artifact_grep", {"id": art, "pattern": "€{3}$"}).text
+    m = re.search(r"shown: bytes (\d+)-(\d+)", text)
+    assert m, text[-400:]
+    lo, hi = int(m.group(1)), int(m.group(2))
+    assert hi <= len(data) == 170_004
+    shown = text.split("\n", 1)[0].split(":", 1)[1].split("… [line")[0].lstrip("…")
+    assert data[lo:hi].decode() == shown
+
+
+def test_grep_pages_with_context_show_every_line_gnu_grep_shows(
+    make_tools: Tools, store: ArtifactStore
+) -> None:
+    import subprocess
+
+    data = "".join(f"{i:05d} {'HIT' if i % 5 in (0, 1) else 'row'}\n" for i in range(1, 12001))
+    art = write_artifact(store, data.encode())
+    answers = follow(
+        make_tools(),
+        "artifact_grep",
+        {"id": art, "pattern": "HIT", "context": 2, "max_matches": 500},
+    )
+    assert len(answers) > 1
+    shown = {int(m.group(1)) for a in answers for m in re.finditer(r"(?m)^(\d+)[:-]", a)}
+    gnu = subprocess.run(
+        ["grep", "-n", "-C", "2", "HIT"], input=data.encode(), capture_output=True, check=True
+    ).stdout.decode()
+    assert shown == {int(m.group(1)) for m in re.finditer(r"(?m)^(\d+)[:-]", gnu)}

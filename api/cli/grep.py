@@ -102,6 +102,9 @@ def cmd_grep(ctx: CliContext, args: argparse.Namespace) -> int:
             "context": args.context or None,
             "max_matches": min(left or _MAX_PAGE, _MAX_PAGE),
             "offset": offset,
+            # -m's last page: its last match's trailing context shows the lines
+            # that match too, as GNU grep -m prints them.
+            "final": True if left is not None and left <= _MAX_PAGE else None,
         }
         raw = api.grep(args.id, params)
         page = json.loads(raw)

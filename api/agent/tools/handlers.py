@@ -354,7 +354,15 @@ class ArtifactTools:
         again = {k: v for k, v in a.items() if k != "offset"}
         found = count(shown, "match", "matches")
         if cut:
-            resume = res.matches[shown].line.offset
+            # On from the first line of the cut match's leading context that no row
+            # above showed (from the match line, that context was never shown).
+            nxt = res.matches[shown]
+            last = max(
+                (ln.number for m in res.matches[:shown] for ln in [m.line, *m.after]),
+                default=0,
+            )
+            unseen = [ln for ln in nxt.before if ln.number > last]
+            resume = unseen[0].offset if unseen else nxt.line.offset
             foot = (
                 f"[{found} shown, bytes {res.scanned_from}-{resume} searched; the answer is "
                 f"full; continue: {call('artifact_grep', **again, offset=resume)}]"
