@@ -33,7 +33,7 @@ from sqlalchemy import ColumnElement, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from . import audit
-from .blobs.base import BlobInfo
+from .blobs.base import AppendableBlobStore, BlobInfo
 from .blobs.keys import is_segment_key
 from .db.models import Artifact, AuditEvent, Maintenance, Segment
 from .errors import StorageUnavailable
@@ -61,6 +61,7 @@ class SweepReport(BaseModel):
     orphan_bytes: int = 0
     foreign_skipped: int = 0  # blobs under the root that the store did not write
     partial_uploads: int = 0
+    unpublished_bytes: int = 0  # a dead writer's batch data no segment names, taken back
     legacy_spill_files: int = 0
     errors: list[str] = Field(default_factory=list)
     artifact_ids: list[str] = Field(default_factory=list, description="First affected ids")
@@ -395,30 +396,64 @@ class Sweeper:
                     ).scalar_one()
                 )
             return
-        report.writers_finalised = self.reap_stale_writers()
+        report.writers_finalised = self.reap_stale_writers(report)
 
-    def reap_stale_writers(self) -> int:
-        """Mark every artifact whose writer's lease lapsed ``incomplete``. Only the
-        sweeper finalises a writer: a read never does (it may only be slow)."""
+    def reap_stale_writers(self, report: SweepReport | None = None) -> int:
+        """Mark every artifact whose writer's lease lapsed ``incomplete``, and take
+        back the batch data it wrote that no segment names. Only the sweeper
+        finalises a writer: a read never does (it may only be slow)."""
         now = self._store.clock.now()
         with self._store.write() as s:
-            result = s.execute(
-                update(Artifact)
-                .where(
-                    Artifact.state == "writing",
-                    Artifact.lease_expires_at.is_not(None),
-                    Artifact.lease_expires_at <= now,
-                )
-                .values(
-                    state="incomplete",
-                    completed_at=now,
-                    updated_at=now,
-                    lease_token=None,
-                    lease_expires_at=None,
-                    error="writer stopped before finishing (lease lapsed)",
-                )
+            dead = list(
+                s.execute(
+                    select(Artifact.id).where(
+                        Artifact.state == "writing",
+                        Artifact.lease_expires_at.is_not(None),
+                        Artifact.lease_expires_at <= now,
+                    )
+                ).scalars()
             )
-            return int(getattr(result, "rowcount", 0) or 0)
+            if dead:
+                s.execute(
+                    update(Artifact)
+                    .where(Artifact.id.in_(dead), Artifact.state == "writing")
+                    .values(
+                        state="incomplete",
+                        completed_at=now,
+                        updated_at=now,
+                        lease_token=None,
+                        lease_expires_at=None,
+                        error="writer stopped before finishing (lease lapsed)",
+                    )
+                )
+        freed = sum(self._trim_unpublished(artifact_id) for artifact_id in dead)
+        if report is not None:
+            report.unpublished_bytes += freed
+        return len(dead)
+
+    def _trim_unpublished(self, artifact_id: str) -> int:
+        """A placed blob (a file a batch of segments shares) cut back to its last
+        published byte: a writer killed between writing a batch and publishing it
+        left that data in the file, where only deleting the artifact freed it.
+        Blobs no segment names at all are orphans (``_reclaim_orphans``); on S3 a
+        segment is an object of its own, put whole, so nothing is left half."""
+        blobs = self._store.blobs
+        if not isinstance(blobs, AppendableBlobStore):
+            return 0
+        with self._store.read() as s:
+            rows = s.execute(
+                select(Segment.blob_key, func.max(Segment.blob_offset + Segment.size))
+                .where(Segment.artifact_id == artifact_id, Segment.blob_offset.is_not(None))
+                .group_by(Segment.blob_key)
+            ).all()
+        used = {key: int(end) for key, end in rows if end is not None}
+        freed = 0
+        for blob in blobs.list(f"{artifact_id}/"):
+            end = used.get(blob.key)
+            if end is not None and blob.size > end:
+                blobs.truncate(blob.key, end)
+                freed += blob.size - end
+        return freed
 
     def _reclaim_orphans(self, report: SweepReport) -> None:
         store = self._store

@@ -528,3 +528,28 @@ def test_a_sweep_runs_only_when_due_and_one_process_at_a_time(
     clock.advance(seconds=claim.total_seconds() + 1)  # the claimant died: its claim lapses
     assert store.sweeper.run_if_due(300) is not None
     assert store.get(ADMIN, art).state == "expired"
+
+
+def test_a_dead_writers_unpublished_batch_data_is_taken_back_by_cleanup(
+    store: ArtifactStore, clock: ManualClock
+) -> None:
+    from overspill.artifacts.blobs.base import AppendableBlobStore
+
+    w = store.open_writer(ALICE)
+    w.write(b"published\n" * 1000)
+    w.flush()
+    w.abandon()  # killed: the batch it was writing is in the file, in no row
+    blobs = store.blobs
+    keys = [b for b in blobs.list(f"{w.id}/")]
+    if isinstance(blobs, AppendableBlobStore):
+        (blob,) = keys
+        blobs.append(blob.key, blob.size, b"u" * 3_000_000)  # the lost batch
+    clock.advance(seconds=store.settings.lease_seconds + 1)
+    report = store.sweeper.run()
+    assert report.writers_finalised == 1
+    if isinstance(blobs, AppendableBlobStore):
+        assert report.unpublished_bytes == 3_000_000
+        assert [b.size for b in blobs.list(f"{w.id}/")] == [10_000]
+    else:  # S3: a segment is an object put whole; nothing half-written stays
+        assert report.unpublished_bytes == 0
+    assert store.read_bytes(ALICE, w.id, 0, 20_000) == b"published\n" * 1000
