@@ -10,8 +10,11 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
+from itertools import chain
 
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from .blobs.base import BlobNotFound, BlobStore
 from .blobs.keys import segment_key_base
@@ -19,6 +22,8 @@ from .db.models import Segment
 from .db.unit import Database
 from .errors import InvalidRange
 
+PLANNED = 4096
+"""Segments a read fetches before its first byte (32 GiB at the default 8 MiB)."""
 _BATCH = 256
 _FEW = 64  # at most this many segments are read once and kept by a Content
 
@@ -101,6 +106,23 @@ class Content:
             ).scalar_one_or_none()
         return _ref(row) if row is not None else None
 
+    def _page_after(self, cursor: int, s: Session) -> list[Segment]:
+        """The next batch of segment rows after the one at ``cursor``."""
+        return list(
+            s.execute(
+                select(Segment)
+                .where(
+                    Segment.artifact_id == self.artifact_id,
+                    Segment.offset > cursor,
+                    Segment.offset < self.size,
+                )
+                .order_by(Segment.offset)
+                .limit(_BATCH)
+            )
+            .scalars()
+            .all()
+        )
+
     def _segments_from(self, start: int) -> Iterator[SegmentRef]:
         """Segments overlapping [start, size), in order, fetched in small batches."""
         few = self._all_if_few()
@@ -118,36 +140,43 @@ class Content:
             batch = [_ref(first)] if first is not None and first.offset + first.size > start else []
         yield from batch
         while True:
-            with self._db.read() as s:
-                rows = (
-                    s.execute(
-                        select(Segment)
-                        .where(
-                            Segment.artifact_id == self.artifact_id,
-                            Segment.offset > cursor,
-                            Segment.offset < self.size,
-                        )
-                        .order_by(Segment.offset)
-                        .limit(_BATCH)
-                    )
-                    .scalars()
-                    .all()
-                )
+            # Mid-stream (the response has started): one more try on a dead connection.
+            rows = self._db.query(partial(self._page_after, cursor))
             if not rows:
                 return
             for row in rows:
                 yield _ref(row)
             cursor = rows[-1].offset
 
-    def iter_range(self, start: int, end: int) -> Iterator[bytes]:
-        """Yield bytes [start, end) clipped to the snapshot size, in bounded chunks."""
+    def plan(self, start: int, end: int) -> list[SegmentRef]:
+        """The segments of [start, end), at most PLANNED of them, fetched now: a
+        response that asks for them before its first byte needs the database no
+        more while it streams (a restart mid-download cut bodies short), and a
+        database that is down fails it before anything is sent."""
+        planned: list[SegmentRef] = []
+        for seg in self._segments_from(start):
+            if seg.offset >= min(end, self.size) or len(planned) >= PLANNED:
+                break
+            planned.append(seg)
+        return planned
+
+    def iter_range(
+        self, start: int, end: int, planned: list[SegmentRef] | None = None
+    ) -> Iterator[bytes]:
+        """Yield bytes [start, end) clipped to the snapshot size, in bounded chunks
+        (from ``planned``, this range's ``plan``, when given)."""
         if start < 0:
             raise InvalidRange(f"byte offsets are non-negative, got {start}")
         end = min(end, self.size)
         if start >= end:
             return
         pos = start
-        for seg in self._segments_from(start):
+        segments: Iterator[SegmentRef] = iter(self.plan(start, end) if planned is None else planned)
+        if planned is None or len(planned) >= PLANNED:  # past the plan, page on
+            planned = list(segments)
+            after = planned[-1].end if planned else start
+            segments = chain(planned, self._segments_from(after) if len(planned) >= PLANNED else ())
+        for seg in segments:
             if pos >= end:
                 return
             if seg.offset > pos:  # a hole: segments were purged mid-read

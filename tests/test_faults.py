@@ -354,6 +354,38 @@ def test_a_postgres_restart_fails_storage_cleanly_and_the_store_recovers(
     store.close()
 
 
+def test_a_download_across_a_postgres_restart_arrives_whole(
+    throwaway_postgres: tuple[str, str, str], tmp_path: Path
+) -> None:
+    """A long read looks its segments up before its first byte goes out: the
+    database stopping and starting again mid-download does not cut it short."""
+    import subprocess
+
+    from overspill.api.client.in_process import InProcessClient
+    from tests.helpers import write_artifact
+
+    version, name, url = throwaway_postgres
+    engine = make_engine(url)
+    upgrade(engine)
+    blobs = __import__("overspill.artifacts.blobs.local", fromlist=["x"]).LocalBlobStore(
+        tmp_path / "blobs"
+    )
+    settings = store_settings(tmp_path, url, (tmp_path / "blobs").as_uri())
+    store = ArtifactStore(settings.replace(segment_bytes=4096), engine, blobs)
+    data = b"".join(b"%07d row of a long download\n" % i for i in range(20_000))
+    art = write_artifact(store, data, chunks=[4096])
+    stream = iter(InProcessClient(store, ALICE).iter_content(art))
+    got = bytearray(next(stream))  # the response has started
+    subprocess.run(["pg_ctlcluster", version, name, "stop", "-m", "fast"], check=True)
+    try:
+        for chunk in stream:
+            got += chunk
+    finally:
+        subprocess.run(["pg_ctlcluster", version, name, "start"], check=True)
+    assert bytes(got) == data
+    store.close()
+
+
 def test_an_object_store_stopped_and_resumed_fails_one_run_and_serves_the_next(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -9,8 +9,9 @@ SQLite's write lock; writes take it up front (they read, then write).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import (
@@ -25,6 +26,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from ..errors import InvalidArgument, StorageUnavailable
 from .engine import WRITE_LOCK, first_line
 
+T = TypeVar("T")
+
 
 class Database:
     def __init__(self, engine: Engine) -> None:
@@ -38,6 +41,24 @@ class Database:
     def read(self) -> Iterator[Session]:
         with translated(), self.sessions() as s:
             yield s
+
+    def query(self, work: Callable[[Session], T]) -> T:
+        """``work`` in a read session, once more on a fresh connection when the
+        first one turns out dead (the database restarted since it was pooled).
+
+        For the reads a response makes after its first byte is sent (a long
+        download pages its segment rows): a restart between two pages must not cut
+        the body short while the database is up again; pool_pre_ping covers only
+        the moment a connection leaves the pool."""
+        try:
+            with self.sessions() as s:
+                return work(s)
+        except DBAPIError as exc:
+            if not exc.connection_invalidated and not isinstance(exc, OperationalError):
+                with translated():
+                    raise
+        with translated(), self.sessions() as s:
+            return work(s)
 
     @contextmanager
     def write(self) -> Iterator[Session]:

@@ -158,8 +158,11 @@ def download_content(
     # A large range or a whole download holds a worker thread per chunk for as
     # long as it streams: counted against the principal's expensive reads.
     release = _expensive(request, who) if end - start > LARGE_READ_BYTES else None
+    # The segments are looked up now: a database that is down answers 503 before a
+    # byte is sent, and one restarted mid-download no longer cuts the body short.
+    planned = content.plan(start, end)
     return StreamingResponse(
-        _counted(content.iter_range(start, end), metrics, release),
+        _counted(content.iter_range(start, end, planned), metrics, release),
         status_code=status,
         media_type=_content_type(info.media_type),
         headers=headers,
