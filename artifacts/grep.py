@@ -113,6 +113,7 @@ class _Grep:
         self.content = content
         self.regex = regex
         self.context = context
+        self.before_n = self.after_n = context  # lines before and after each match
         self.max_matches = max_matches
         self.max_bytes = max_bytes
         self.line_cap = line_cap
@@ -122,6 +123,9 @@ class _Grep:
         self.used = 0
         self.stopped: str | None = None  # why the page ended before the content did
         self.final = False  # max_matches ends the whole search (grep -m)
+        # (chunk, pos, first line start, last newline, its line number) -> (resume,
+        # line number after): a sink's own loop over a chunk's complete lines.
+        self.bulk: Any = None
         self.floor = 0  # where the page's search starts: no context before it
         self.shown_to = 0  # past the last line this page shows (a match or its context)
         # The block being searched: most lines a match needs are inside it.
@@ -210,7 +214,7 @@ class _Grep:
     def before(self, hit: _Hit) -> list[dict[str, Any]]:
         lines: deque[dict[str, Any]] = deque()
         start = hit.start
-        for k in range(1, self.context + 1):
+        for k in range(1, self.before_n + 1):
             bounds = self._line_bounds_before(start)
             # Not before where this page's search starts: a page that resumes
             # there follows one that already showed those lines.
@@ -230,7 +234,7 @@ class _Grep:
         # The search's very last match (grep -m): no page reports what follows, so
         # its context shows the lines that match as well, as GNU grep does.
         last = self.final and len(self.matches) + 1 >= self.max_matches
-        for k in range(1, self.context + 1):
+        for k in range(1, self.after_n + 1):
             if pos >= size:
                 break
             end = self._line_end(pos)
@@ -249,8 +253,8 @@ class _Grep:
         if self.matches and self.used + cost > self.max_bytes:
             self.stopped = "answer_full"
             return None
-        before = self.before(hit) if self.context else []
-        after, past = self.after(hit) if self.context else ([], hit.end + 1)
+        before = self.before(hit) if self.before_n else []
+        after, past = self.after(hit) if self.after_n else ([], hit.end + 1)
         inside = [(s - base, e - base) for s, e in hit.spans if base <= s and e <= base + len(raw)]
         if not raw.isascii():  # spans count characters of the shown text
             inside = [(_chars(raw, s), _chars(raw, e)) for s, e in inside]
@@ -259,11 +263,44 @@ class _Grep:
         self.shown_to = past
         return past
 
+    def short(
+        self,
+        number: int,
+        chunk: bytes,
+        pos: int,
+        ls: int,
+        end: int,
+        le: int,
+        found: list[tuple[int, int]],
+    ) -> int | None:
+        """The common case, kept off the general path (no context, a short line
+        wholly in this chunk, at ``chunk[ls:end]``, its terminator at ``le``):
+        each match costs a few microseconds. A resume offset when it must stop."""
+        raw = chunk[ls:end]
+        if self.matches and self.used + len(raw) > self.max_bytes:
+            self.stopped = "answer_full"
+            return pos + ls
+        spans = [(a - ls, b - ls) for a, b in found if b <= end]
+        if not raw.isascii():
+            spans = [(_chars(raw, a), _chars(raw, b)) for a, b in spans]
+        line = {
+            "number": number,
+            "offset": pos + ls,
+            "text": raw.decode("utf-8", "replace"),
+            "end": pos + le,
+        }
+        self.matches.append({"line": line, "before": [], "after": [], "spans": spans})
+        self.used += len(raw)
+        if len(self.matches) >= self.max_matches:
+            self.stopped = "max_matches"
+            return pos + le + 1
+        return None
+
     def resume_before(self, hit: _Hit) -> int:
         """Where the next page starts when this one is full before ``hit``: at the
         first line of its leading context that this page did not show, so that
         page shows it (a page that resumed at the match line never showed it)."""
-        if not self.context:
+        if not self.before_n:
             return hit.start
         lines = self.before(hit)
         start = lines[0]["offset"] if lines else hit.start
@@ -462,26 +499,7 @@ class _Scan:
         le: int,
         found: list[tuple[int, int]],
     ) -> int | None:
-        g = self.g
-        raw = chunk[ls:end]
-        if g.matches and g.used + len(raw) > g.max_bytes:
-            g.stopped = "answer_full"
-            return pos + ls
-        spans = [(a - ls, b - ls) for a, b in found if b <= end]
-        if not raw.isascii():
-            spans = [(_chars(raw, a), _chars(raw, b)) for a, b in spans]
-        line = {
-            "number": self.number,
-            "offset": pos + ls,
-            "text": raw.decode("utf-8", "replace"),
-            "end": pos + le,
-        }
-        g.matches.append({"line": line, "before": [], "after": [], "spans": spans})
-        g.used += len(raw)
-        if len(g.matches) >= g.max_matches:
-            g.stopped = "max_matches"
-            return pos + le + 1
-        return None
+        return self.g.short(self.number, chunk, pos, ls, end, le, found)
 
     def feed(self, chunk: bytes) -> int | None:
         g = self.g
@@ -501,7 +519,18 @@ class _Scan:
         last = chunk.rfind(b"\n")
         i, counted = first + 1, first + 1
         regex = g.regex
-        fast, line_cap = not g.context, g.line_cap
+        fast, line_cap = not (g.before_n or g.after_n), g.line_cap
+        if fast and g.bulk is not None and i <= last:
+            # A sink that wants whole lines only (rows as bytes): every line wholly
+            # in this chunk in one tight loop (see ``_Grep.bulk``).
+            found_to: int | None
+            found_to, self.number = g.bulk(chunk, pos, i, last, self.number)
+            if found_to is not None:
+                return found_to
+            self.line_start = pos + last + 1
+            self._grow(chunk[last + 1 :], self.line_start)
+            self._pos = pos + len(chunk)
+            return None
         m = regex.find(chunk, i, last + 1) if i <= last else None
         # A match at last + 1 (an empty one, as ^$ makes there) is of the line that
         # starts after the chunk's last newline: that line is searched with what

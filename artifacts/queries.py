@@ -49,6 +49,28 @@ class GrepQuery(_Query):
     )
 
 
+class GrepLinesQuery(_Query):
+    """grep as ``grep -n`` prints it, streamed (``artifacts.grep_text``): every
+    match to the end (or ``max_count``), not pages of records."""
+
+    pattern: str = Field(
+        min_length=1, max_length=b.MAX_PATTERN_CHARS, description="RE2 pattern (linear time)"
+    )
+    ignore_case: bool = False
+    fixed: bool = Field(default=False, description="The pattern is a literal string")
+    context: int = Field(default=0, ge=0, le=b.MAX_CONTEXT_LINES, description="Lines around")
+    before: int | None = Field(
+        default=None, ge=0, le=b.MAX_CONTEXT_LINES, description="Lines before (-B)"
+    )
+    after: int | None = Field(
+        default=None, ge=0, le=b.MAX_CONTEXT_LINES, description="Lines after (-A)"
+    )
+    invert: bool = Field(default=False, description="The lines that do not match (-v)")
+    count: bool = Field(default=False, description="Only the number of matching lines (-c)")
+    max_count: int | None = Field(default=None, ge=1, le=MAX_OFFSET, description="-m")
+    offset: int = Field(default=0, ge=0, le=MAX_OFFSET, description="Byte offset to resume at")
+
+
 class SearchQuery(_Query):
     """A search across a principal's own outputs, newest first."""
 

@@ -5,6 +5,7 @@ has seen the end of the output. Expired and deleted artifacts answer Gone.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TypeVar
 
 from . import reads
@@ -13,11 +14,12 @@ from .content import Content, segments_of
 from .context import Part, StoreContext
 from .errors import (
     Gone,
+    InvalidArgument,
     InvalidRange,
     NotFound,
     StorageUnavailable,
 )
-from .queries import GrepQuery, LineQuery
+from .queries import GrepLinesQuery, GrepQuery, LineQuery
 from .records import (
     GONE_STATES,
     ArtifactInfo,
@@ -161,6 +163,25 @@ class Reader(Part):
             complete=info.complete,
         )
         return _stated(found, info)
+
+    def grep_lines(
+        self, principal: Principal, artifact_id: str, query: GrepLinesQuery
+    ) -> tuple[ArtifactInfo, Iterator[bytes]]:
+        """The artifact and its ``grep -n`` rows as a byte stream (see
+        ``grep_text``); a bad pattern and a missing artifact fail before it starts."""
+        from . import grep, grep_text
+
+        if query.invert and (query.context or query.before or query.after):
+            raise InvalidArgument("context lines (-A, -B, -C) do not go with invert (-v)")
+        grep.compile_pattern(query.pattern, ignore_case=query.ignore_case, fixed=query.fixed)
+        info, content = self._readable(principal, artifact_id)
+        about = {
+            "state": info.state,
+            "size_bytes": content.size,
+            "total_bytes": max(info.total_bytes, content.size),
+            "error": info.error,
+        }
+        return info, grep_text.grep_lines(content, query, about=about)
 
     def _bound(self, value: int | None) -> int:
         cap = self.settings.read_max_bytes

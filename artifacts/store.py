@@ -43,7 +43,7 @@ from .home import ensure_home
 from .ingest import Ingest
 from .policies import Policies
 from .publishing import Publisher
-from .queries import GrepQuery, LineQuery, ListQuery, SearchQuery
+from .queries import GrepLinesQuery, GrepQuery, LineQuery, ListQuery, SearchQuery
 from .quotas import Quotas
 from .reading import Reader
 from .records import (
@@ -194,6 +194,11 @@ class ArtifactStore:
         return self.reader.tail(
             principal, artifact_id, lines=lines, nbytes=nbytes, max_bytes=max_bytes
         )
+
+    def grep_lines(
+        self, principal: Principal, artifact_id: str, query: GrepLinesQuery
+    ) -> tuple[ArtifactInfo, Iterator[bytes]]:
+        return self.reader.grep_lines(principal, artifact_id, query)
 
     def grep(
         self,

@@ -77,7 +77,8 @@ def test_bad_input_is_one_line_on_stderr(
 def test_invalid_regex_and_backend_errors_are_one_line(tmp_path: Path) -> None:
     art = _run(tmp_path, "put", stdin=b"abc\n").stdout.decode().strip()
     bad = _run(tmp_path, "grep", art, "(")
-    assert bad.returncode == 1 and bad.stderr.startswith(b"overspill: invalid regular expression")
+    # grep's status for trouble is 2 (1 means: no line selected).
+    assert bad.returncode == 2 and bad.stderr.startswith(b"overspill: invalid regular expression")
     env_bad = subprocess.run(
         [sys.executable, "-m", "overspill.api.cli", "ls"],
         capture_output=True,

@@ -213,7 +213,7 @@ def _dispatch(args: argparse.Namespace, argv: list[str]) -> int:
         text = getattr(exc, "message", None) or str(exc)
         message = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
         print(f"overspill: {_as_flags(message)}", file=sys.stderr)
-        return EXIT_ERROR
+        return int(getattr(args, "error_exit", EXIT_ERROR))
     except BrokenPipeError:
         return 0
     except OSError as exc:  # a file system the verb needed refused it

@@ -121,6 +121,10 @@ class ApiCalls:
         client: parsing into dicts first cost as much again)."""
         return self.http.request("GET", f"{_art(artifact_id)}/grep", params=params).read()
 
+    def grep_lines(self, artifact_id: str, params: dict[str, Any]) -> Iterator[bytes]:
+        """``grep -n`` rows streamed as stored bytes, then a NUL and the JSON status."""
+        return self.http.stream("GET", f"{_art(artifact_id)}/grep/lines", params=params)
+
     def search(self, params: dict[str, Any]) -> bytes:
         return self.http.request("GET", "/v1/search", params=params).read()
 

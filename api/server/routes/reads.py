@@ -23,7 +23,7 @@ from starlette.background import BackgroundTask
 
 from overspill.artifacts.errors import InvalidArgument, OverspillError, TooManyRequests
 from overspill.artifacts.follow import Backoff
-from overspill.artifacts.queries import GrepQuery, LineQuery, TailQuery, TextQuery
+from overspill.artifacts.queries import GrepLinesQuery, GrepQuery, LineQuery, TailQuery, TextQuery
 from overspill.artifacts.records import (
     GrepResult,
     LineWindow,
@@ -312,3 +312,44 @@ def grep_artifact(
     # FastAPI validating it again against the response model) halves the cost
     # of a page with thousands of matches.
     return Response(found.model_dump_json(), media_type="application/json")
+
+
+@router.get(
+    "/{artifact_id}/grep/lines",
+    response_class=StreamingResponse,
+    responses={
+        200: {"content": {"text/plain": {}}, "description": "grep -n rows, then a status line"},
+        410: {"model": ErrorBody, "description": "Expired or deleted"},
+        **_LIMITED,
+    },
+)
+def grep_lines(
+    artifact_id: ARTIFACT_ID,
+    request: Request,
+    store: StoreDep,
+    who: PrincipalDep,
+    query: Annotated[GrepLinesQuery, Query()],
+) -> Response:
+    """Every match as ``grep -n`` prints it (``N:line``, ``N-line`` for context,
+    ``--`` between groups), streamed, the lines as stored; the last line is a NUL
+    and a JSON status (next_offset, eof, matches, stopped). Bounded in time per
+    request: past the budget the status gives the offset to resume at."""
+    release = _expensive(request, who)
+    try:
+        _, rows = store.grep_lines(who, artifact_id, query)
+        first = next(rows)  # a storage failure is a 503 before the body starts
+    except BaseException:
+        release()
+        raise
+    headers = dict(_INERT)
+    return StreamingResponse(
+        _counted(_prepend(first, rows), request.app.state.metrics, release),
+        media_type="text/plain; charset=utf-8",
+        headers=headers,
+        background=BackgroundTask(release),
+    )
+
+
+def _prepend(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
