@@ -200,3 +200,69 @@ def test_grep_m_shows_trailing_context_that_matches_as_gnu_grep_does(tmp_path: o
         ours = run_cli(env, "grep", art.decode(), "HIT", *flags)
         gnu = subprocess.run(["grep", "-n", *flags, "HIT"], input=data, capture_output=True)
         assert ours.stdout == gnu.stdout, flags
+
+
+GREP_FLAGS = [
+    [],
+    ["-c"],
+    ["-v"],
+    ["-v", "-c"],
+    ["-A", "2"],
+    ["-B", "3"],
+    ["-A", "1", "-B", "2"],
+    ["-C", "1", "-m", "3"],
+    ["-i"],
+    ["-F"],
+    ["-m", "2", "-v"],
+]
+
+
+def test_the_cli_takes_greps_options_and_prints_what_gnu_grep_prints(tmp_path: object) -> None:
+    import subprocess
+    from pathlib import Path
+
+    from tests.helpers import cli_env, run_cli
+
+    data = "".join(
+        f"{i:04d} {'ERROR boom' if i % 9 == 0 else 'error low' if i % 13 == 0 else 'ok'}\r\n"
+        if i % 17 == 0
+        else f"{i:04d} {'ERROR boom' if i % 9 == 0 else 'error low' if i % 13 == 0 else 'ok'}\n"
+        for i in range(1, 600)
+    ).encode()
+    env = cli_env(OVERSPILL_HOME=Path(str(tmp_path)) / "home")
+    put = run_cli(env, "put", "--name", "log", stdin=data)
+    (art,) = re.findall(rb"art_\w{26}", put.stdout + put.stderr)
+    for flags in GREP_FLAGS:
+        ours = run_cli(env, "grep", art.decode(), "ERROR", *flags)
+        gnu = subprocess.run(["grep", "-n", *flags, "ERROR"], input=data, capture_output=True)
+        if "-c" in flags:  # a count is the count, with no line numbers
+            gnu = subprocess.run(["grep", *flags, "ERROR"], input=data, capture_output=True)
+        assert ours.stdout == gnu.stdout, flags
+        assert ours.returncode == gnu.returncode, flags
+    none = run_cli(env, "grep", art.decode(), "NOWHERE")
+    assert none.returncode == 1 and none.stdout == b""
+
+
+def test_l_and_big_l_list_ids_and_several_ids_prefix_their_rows(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from tests.helpers import cli_env, run_cli
+
+    env = cli_env(OVERSPILL_HOME=Path(str(tmp_path)) / "home")
+    ids = []
+    for text in (b"a\nERROR 1\n", b"nothing here\n", b"ERROR 2\nERROR 3\n"):
+        put = run_cli(env, "put", stdin=text)
+        ids.append(re.findall(rb"art_\w{26}", put.stdout + put.stderr)[0].decode())
+    with_match = run_cli(env, "grep", *ids, "ERROR", "-l")
+    assert with_match.stdout.decode().split() == [ids[0], ids[2]] and with_match.returncode == 0
+    without = run_cli(env, "grep", *ids, "ERROR", "-L")
+    assert without.stdout.decode().split() == [ids[1]] and without.returncode == 0
+    rows = run_cli(env, "grep", *ids, "ERROR")
+    assert rows.stdout.decode().splitlines() == [
+        f"{ids[0]}:2:ERROR 1",
+        f"{ids[2]}:1:ERROR 2",
+        f"{ids[2]}:2:ERROR 3",
+    ]
+    counts = run_cli(env, "grep", *ids, "ERROR", "-c")
+    assert counts.stdout.decode().splitlines() == [f"{ids[0]}:1", f"{ids[1]}:0", f"{ids[2]}:2"]
+    assert counts.returncode == 0
