@@ -128,9 +128,11 @@ def download_content(
             return Response(status_code=304, headers=headers)
     metrics = request.app.state.metrics
     if follow and not info.complete:
+        # From where the range starts (a tail, a range), on as the output grows.
+        start, stop = _follow_range(range_header)
         release = request.app.state.followers.acquire(who.name)
         return StreamingResponse(
-            _follow(store, who, artifact_id, metrics, release),
+            _follow(store, who, artifact_id, metrics, release, start, stop),
             media_type=_content_type(info.media_type),
             headers=headers,
             # Also after the response, for a client gone before the body started
@@ -209,22 +211,40 @@ def _counted(
             release()
 
 
+def _follow_range(header: str | None) -> tuple[int, int | None]:
+    """Where a follow starts and stops: a ``bytes=A-`` or ``bytes=A-B`` range of
+    a growing output may start at or past what is stored now (it waits for it)."""
+    if header and header.startswith("bytes="):
+        first, _, last = header[len("bytes=") :].partition("-")
+        if first.isdigit() and (not last or last.isdigit()) and "," not in header:
+            return int(first), (int(last) + 1 if last else None)
+    return 0, None
+
+
 async def _follow(
-    store: Any, who: Any, artifact_id: str, metrics: Any, release: Any
+    store: Any,
+    who: Any,
+    artifact_id: str,
+    metrics: Any,
+    release: Any,
+    start: int = 0,
+    stop: int | None = None,
 ) -> AsyncIterator[bytes]:
-    """Stream a writing artifact as it grows. Waits on the event loop (a worker
-    thread is borrowed only for each bounded read), so followers never park
-    threads; ``release`` frees the follower's slot however the stream ends."""
-    pos = 0
+    """Stream a writing artifact as it grows, from ``start`` (to ``stop``). Waits
+    on the event loop (a worker thread is borrowed only for each bounded read),
+    so followers never park threads; ``release`` frees the follower's slot
+    however the stream ends."""
+    pos = start
     backoff = Backoff()
     try:
-        while True:
+        while stop is None or pos < stop:
             try:
                 info, content = await run_in_threadpool(store.open_content, who, artifact_id)
             except OverspillError:
                 return
-            if content.size > pos:
-                chunks = content.iter_range(pos, content.size)
+            end = content.size if stop is None else min(stop, content.size)
+            if end > pos:
+                chunks = content.iter_range(pos, end)
                 while (chunk := await run_in_threadpool(next, chunks, None)) is not None:
                     pos += len(chunk)
                     metrics.bytes_out.inc(len(chunk))
