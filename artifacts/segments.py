@@ -43,6 +43,14 @@ class WriteResult(NamedTuple):
     total_bytes: int
     sha256: str | None
     error: str | None = None
+    # A full disk's reason without its count: a caller that learns the final size
+    # from the store (over HTTP) says the count from that, not from this writer.
+    disk_full: str | None = None
+
+
+def stored_account(reason: str, size: int, total: int) -> str:
+    """``disk full at …: N of M bytes stored``, N counted once the writer stopped."""
+    return f"{reason}: {size} of {total} bytes stored"
 
 
 class SegmentPublisher(Protocol):

@@ -50,6 +50,7 @@ from .segments import (
     SegmentStager,
     StagedSegment,
     WriteResult,
+    stored_account,
 )
 from .writes import Ending
 
@@ -199,8 +200,7 @@ class ArtifactWriter:
             self.fail(f"storage did not answer within {self.stall_s:g} s")
         self.producer.close(wait=not self._thread.is_alive())
         err = self.error or error
-        if isinstance(self._failure, DiskFull):
-            err = f"{self._failure.message}: {self.committed} of {self._total} bytes stored"
+        disk_full = self._failure.message if isinstance(self._failure, DiskFull) else None
         if err:
             final = "failed"
         else:
@@ -240,6 +240,8 @@ class ArtifactWriter:
                 # whole, and saying so here keeps the caller from claiming it is.
                 final = "incomplete"
                 sha = None
+        if disk_full is not None:  # counted after the last publish, not before it
+            err = stored_account(disk_full, self.committed, self._total)
         self._result = WriteResult(
             id=self.id,
             state=final,
@@ -247,6 +249,7 @@ class ArtifactWriter:
             total_bytes=self._total,
             sha256=sha,
             error=err,
+            disk_full=disk_full,
         )
         return self._result
 

@@ -217,6 +217,21 @@ def test_an_upload_that_fills_the_disk_gives_it_back_and_the_server_recovers(
     store.close()
 
 
+def _remount_read_only(mnt: Path) -> None:
+    """The kernel lets go of an exited server's writable files a moment after its
+    process is gone (a remount meanwhile is "busy"): retry for a few seconds."""
+    import subprocess
+    import time
+
+    deadline = time.monotonic() + 5
+    while True:
+        done = subprocess.run(["mount", "-o", "remount,ro", str(mnt)], capture_output=True)
+        if done.returncode == 0:
+            return
+        assert time.monotonic() < deadline, done.stderr.decode()
+        time.sleep(0.1)
+
+
 def test_a_read_only_home_is_named_as_such_by_every_verb(small_disk: Path) -> None:
     import subprocess
 
@@ -226,7 +241,7 @@ def test_a_read_only_home_is_named_as_such_by_every_verb(small_disk: Path) -> No
     env = cli_env(OVERSPILL_HOME=home)
     assert run_cli(env, "run", "--", "seq 1 100000").returncode == 0  # made, with its store
     stop_local_servers(str(small_disk))
-    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    _remount_read_only(small_disk)
     try:
         why = f"data directory {home}: the file system is read-only"
         for local_server in ("on", "off"):
@@ -434,3 +449,35 @@ def test_an_object_store_stopped_and_resumed_fails_one_run_and_serves_the_next(
     finally:
         store.close()
         server.stop()
+
+
+def test_a_full_disk_behind_a_server_counts_what_the_server_published(
+    small_disk: Path,
+) -> None:
+    """An append the server refuses for a full disk may still have published part
+    of itself there: the count the command reports is the stored row's, read
+    after the writer stopped, not the client's count of acknowledged appends."""
+    from overspill.api.client.http import OverspillClient
+    from overspill.api.client.sinks import RemoteSink
+    from overspill.api.server.app import create_app
+    from overspill.artifacts.config import StoreSettings
+    from tests.api_helpers import live_server, settings_with
+
+    (small_disk / "ballast").write_bytes(b"\0" * (12 << 20))  # about 12 MiB stay free
+    store = ArtifactStore.open(StoreSettings(home=small_disk / "home", segment_bytes=1 << 20))
+    token = store.tokens.create("user:alice", "user").token
+    try:
+        with live_server(create_app(store, settings_with())) as url:
+            # One 32 MiB append: the server stores it in 8 MiB batches, and the
+            # second batch meets the full disk.
+            sink = RemoteSink(OverspillClient(url, token), segment_bytes=32 << 20)
+            ex = Executor(ShellSettings(max_output_bytes=1000, legacy_spill=False), sink)
+            r = ex.run(ExecRequest(command="head -c 40000000 /dev/zero"))
+        art = r.stdout.artifact
+        assert art is not None and art.state == "failed"
+        assert art.size_bytes == store.get(ALICE, art.id).size_bytes > 0
+        assert r.stdout.storage_error == (
+            f"disk full at {small_disk / 'home' / 'blobs'}: {art.size_bytes} of 40000000 bytes stored"
+        )
+    finally:
+        store.close()

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from overspill.artifacts.errors import OverspillError
-from overspill.artifacts.segments import StagedSegment
+from overspill.artifacts.segments import StagedSegment, stored_account
 from overspill.artifacts.writer import ArtifactWriter
 from overspill.artifacts.writes import Ending
 from overspill.shell.results import ArtifactRef
@@ -81,6 +81,10 @@ class _WriterStream:
             total_bytes=info["total_bytes"],
             sha256=info["sha256"],
         )
+        if result.disk_full is not None:
+            # The server may have published part of the append it refused: its
+            # row, read after the writer stopped, has the count.
+            return ref, stored_account(result.disk_full, ref.size_bytes, ref.total_bytes)
         return ref, result.error or (info["error"] if info["state"] != "complete" else None)
 
 
