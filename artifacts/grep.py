@@ -17,7 +17,7 @@ bytes (``max_bytes``), the bytes scanned (``scan_bytes``) and the time spent
 (``time_budget_s``: a pathological pattern such as ``(.*){1000}`` stops early
 instead of holding a worker).
 
-One module (about 460 lines) because the scan and the record building are one
+One module (about 540 lines) because the scan and the record building are one
 hot loop: the fast path for a short line and the general path for long lines
 and context share the scan's state.
 """
@@ -29,11 +29,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-import re2
-
 from .content import Content
-from .errors import InvalidArgument
 from .gc_pause import cyclic_gc_paused
+from .grep_patterns import Finder, finder_for
 from .newlines import count_newlines
 from .queries import GrepQuery
 from .records import GrepResult
@@ -45,49 +43,6 @@ LINE_WHOLE = 16 * 1024 * 1024
 chunk is gathered first: bounded memory, and ``^(a+)+$`` on an 8 MB line is
 found as GNU grep finds it); a longer one in parts that overlap by OVERLAP."""
 MAX_SPANS = 50
-MAX_PROGRAM = 2_000  # RE2 program size: bounds the cost per byte of a pattern
-
-
-def compile_pattern(pattern: str, *, ignore_case: bool, fixed: bool) -> re2._Regexp:
-    """A bytes regex that never matches across a newline, ^/$ at line edges."""
-    if not pattern:
-        raise InvalidArgument("grep pattern must not be empty")
-    options = re2.Options()
-    options.case_sensitive = not ignore_case
-    options.literal = fixed
-    options.never_nl = True
-    options.log_errors = False
-    options.never_capture = True  # only where a match is, never what a group held
-    source = pattern.encode() if fixed else b"(?m)" + pattern.encode()
-    try:
-        regex = re2.compile(source, options)
-    except re2.error as exc:
-        reason = exc.args[0] if exc.args else "syntax error"
-        if isinstance(reason, bytes):
-            reason = reason.decode("utf-8", errors="replace")
-        raise InvalidArgument(f"invalid regular expression {pattern!r}: {reason}") from None
-    if regex.programsize > MAX_PROGRAM:
-        raise InvalidArgument(
-            f"regular expression {pattern!r} is too complex (program size "
-            f"{regex.programsize}, at most {MAX_PROGRAM}); simplify it"
-        )
-    return regex
-
-
-def compile_inside(pattern: str, *, ignore_case: bool, fixed: bool) -> re2._Regexp:
-    """The pattern followed by one more byte: its matches are the pattern's matches
-    that end *before* the end of the text searched. Where a long line is searched
-    in parts, a match that reaches a part's edge may be one of ``$`` or ``\\b``
-    only because the part ends there; this finds, in one linear pass, the leftmost
-    match that does not depend on the edge (retrying one byte further after each
-    edge match made a pattern such as ``(a+)+$`` quadratic in the part)."""
-    options = re2.Options()
-    options.case_sensitive = not ignore_case
-    options.never_nl = True
-    options.log_errors = False
-    options.never_capture = True
-    body = re2.escape(pattern.encode()) if fixed else pattern.encode()
-    return re2.compile(b"(?m)(?:" + body + b")(?s:.)", options)
 
 
 @dataclass
@@ -103,7 +58,7 @@ class _Grep:
     def __init__(
         self,
         content: Content,
-        regex: _Finder,
+        regex: Finder,
         *,
         context: int,
         max_matches: int,
@@ -334,10 +289,7 @@ def grep(
 ) -> GrepResult:
     # The query's own bounds (context, max_matches, offset) were checked when it
     # was built; every caller passes a GrepQuery.
-    options = {"ignore_case": query.ignore_case, "fixed": query.fixed}
-    regex = _Finder(
-        compile_pattern(query.pattern, **options), compile_inside(query.pattern, **options)
-    )
+    regex = finder_for(query.pattern, ignore_case=query.ignore_case, fixed=query.fixed)
     size = content.size
     start = min(query.offset, size)
     g = _Grep(
@@ -577,7 +529,7 @@ def _newlines(data: bytes, start: int, end: int) -> int:
 
 
 def _spans(
-    regex: _Finder, data: bytes, first: tuple[int, int], end: int, stop: int
+    regex: Finder, data: bytes, first: tuple[int, int], end: int, stop: int
 ) -> tuple[list[tuple[int, int]], tuple[int, int] | None]:
     """The matches on the line that ends at ``end`` (from ``first``, at most
     MAX_SPANS), and the first match after that line before ``stop`` (or None)."""
@@ -590,34 +542,3 @@ def _spans(
             spans.append(m)
         m = regex.find(data, max(m[1], m[0] + 1), stop)
     return spans, m
-
-
-class _Finder:
-    """RE2's core match call on bytes: (start, end) of the first match in
-    [pos, endpos), or None. The package's ``search`` builds a Match object per
-    call (and counts groups three times); with one call per matching line that
-    wrapper, not the engine, set the pace of a grep with many matches. Falls
-    back to ``search`` should the core call not be there."""
-
-    def __init__(self, regex: re2._Regexp, inside: re2._Regexp | None = None) -> None:
-        self.regex = regex
-        self._inside = inside
-        core = getattr(regex, "_regexp", None)
-        anchor = getattr(getattr(getattr(re2, "_re2", None), "RE2", None), "Anchor", None)
-        self._core = core if core is not None and anchor is not None else None
-        self._anchor = getattr(anchor, "UNANCHORED", None)
-
-    def inside(self, data: bytes, pos: int, endpos: int) -> tuple[int, int] | None:
-        """The leftmost match followed by one more byte before ``endpos``, that byte
-        included (see ``compile_inside``)."""
-        if self._inside is None:
-            return None
-        m = self._inside.search(data, pos, endpos)
-        return None if m is None else (m.start(), m.end())
-
-    def find(self, data: bytes, pos: int, endpos: int) -> tuple[int, int] | None:
-        if self._core is not None:
-            span: tuple[int, int] = self._core.Match(self._anchor, data, pos, endpos)[0]
-            return None if span[0] < 0 else span
-        m = self.regex.search(data, pos, endpos)
-        return None if m is None else (m.start(), m.end())

@@ -25,16 +25,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from .content import Content
-from .grep import (
-    LINE_WHOLE,
-    _Finder,
-    _Grep,
-    _Hit,
-    _Scan,
-    compile_inside,
-    compile_pattern,
-)
+from .grep import LINE_WHOLE, _Grep, _Hit, _Scan
 from .grep_groups import Groups
+from .grep_patterns import Finder, finder_for
 from .queries import GrepLinesQuery
 
 STATUS = b"\0"
@@ -60,7 +53,7 @@ class _Count:
 class _Rows(_Grep):
     """The scan's sink: rows as bytes in ``out`` (none when only counting)."""
 
-    def __init__(self, content: Content, regex: _Finder, q: GrepLinesQuery) -> None:
+    def __init__(self, content: Content, regex: Finder, q: GrepLinesQuery) -> None:
         before = q.before if q.before is not None else q.context
         after = q.after if q.after is not None else q.context
         super().__init__(
@@ -235,10 +228,7 @@ def grep_lines(
 
 
 def _grep_lines(content: Content, query: GrepLinesQuery, time_budget_s: float) -> Iterator[bytes]:
-    options = {"ignore_case": query.ignore_case, "fixed": query.fixed}
-    regex = _Finder(
-        compile_pattern(query.pattern, **options), compile_inside(query.pattern, **options)
-    )
+    regex = finder_for(query.pattern, ignore_case=query.ignore_case, fixed=query.fixed)
     size = content.size
     start = min(query.offset, size)
     deadline = time.monotonic() + time_budget_s
@@ -270,7 +260,7 @@ def _grep_lines(content: Content, query: GrepLinesQuery, time_budget_s: float) -
 
 def _inverted(
     content: Content,
-    regex: _Finder,
+    regex: Finder,
     q: GrepLinesQuery,
     start: int,
     size: int,

@@ -151,9 +151,11 @@ class Reader(Part):
         max_bytes: int | None = None,
         scan_bytes: int = 256 * 1024 * 1024,
     ) -> GrepResult:
-        from . import grep  # RE2 loads with the first search
+        from . import grep, grep_patterns  # RE2 loads with the first search
 
-        grep.compile_pattern(query.pattern, ignore_case=query.ignore_case, fixed=query.fixed)
+        grep_patterns.compile_pattern(
+            query.pattern, ignore_case=query.ignore_case, fixed=query.fixed
+        )
         info, content = self._readable(principal, artifact_id)  # after: fail fast on a bad regex
         found = grep.grep(
             content,
@@ -169,11 +171,13 @@ class Reader(Part):
     ) -> tuple[ArtifactInfo, Iterator[bytes]]:
         """The artifact and its ``grep -n`` rows as a byte stream (see
         ``grep_text``); a bad pattern and a missing artifact fail before it starts."""
-        from . import grep, grep_text
+        from . import grep_patterns, grep_text
 
         if query.invert and (query.context or query.before or query.after):
             raise InvalidArgument("context lines (-A, -B, -C) do not go with invert (-v)")
-        grep.compile_pattern(query.pattern, ignore_case=query.ignore_case, fixed=query.fixed)
+        grep_patterns.compile_pattern(
+            query.pattern, ignore_case=query.ignore_case, fixed=query.fixed
+        )
         info, content = self._readable(principal, artifact_id)
         about = {
             "state": info.state,

@@ -67,7 +67,7 @@ def _wanted(info: ArtifactInfo, q: SearchQuery) -> bool:
 
 
 def search(catalog: Catalog, reader: Reader, principal: Principal, q: SearchQuery) -> SearchResult:
-    from .grep import compile_pattern  # a bad pattern fails at once
+    from .grep_patterns import compile_pattern  # a bad pattern fails at once
 
     compile_pattern(q.pattern, ignore_case=q.ignore_case, fixed=q.fixed)
     page, resume_id, offset = _read_cursor(q.cursor) if q.cursor else (None, None, 0)
