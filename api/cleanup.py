@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
+from functools import partial
 
 from overspill.artifacts.store import ArtifactStore
 from overspill.artifacts.sweeper import SweepReport
@@ -30,6 +32,12 @@ def run_cleanup(
     report = store.sweeper.run(dry_run=dry_run)
     if shell.legacy_spill and not dry_run:
         report.legacy_spill_files = sweep_old_spill_files(shell.spill_sweep_days)
+    if not dry_run:
+        done = store.compactor.run(limit=1000)
+        report.compacted = done.compacted
+        report.compacted_bytes = done.logical_bytes
+        report.compressed_bytes = done.stored_bytes
+        report.shared_frames = done.shared_frames
     return report
 
 
@@ -105,3 +113,71 @@ class PeriodicSweeper:
                 run_cleanup_if_due(self._store, self._shell, self._interval)
             except Exception:  # keep sweeping next interval whatever happened
                 log.exception("sweep failed")
+
+
+class BackgroundCompactor:
+    """Compacts each artifact a few seconds after it ends here (the publisher
+    says which), and every minute what ended where no server saw it (the CLI with
+    the local server off, a process that died): one low-priority daemon thread,
+    one artifact at a time, so capture and reads keep the CPU."""
+
+    _SETTLE_S = 2.0  # a model often reads an output right after it ends
+    _QUEUE = 10_000
+
+    def __init__(self, store: ArtifactStore) -> None:
+        from collections import deque
+
+        self._store = store
+        self._queue: deque[tuple[float, str]] = deque(maxlen=self._QUEUE)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="compactor", daemon=True)
+
+    def start(self) -> None:
+        if not self._store.compactor.enabled:
+            return
+        self._store.publisher.on_finished = self.enqueue
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._store.publisher.on_finished = None
+        self._stop.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
+
+    def enqueue(self, artifact_id: str) -> None:
+        import time
+
+        self._queue.append((time.monotonic() + self._SETTLE_S, artifact_id))
+        self._wake.set()
+
+    def _loop(self) -> None:
+        import os
+        import time
+
+        try:  # this thread only: Linux schedules threads one by one
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        except (OSError, AttributeError):
+            pass
+        sweep_at = time.monotonic() + _FIRST_CHECK_S
+        while not self._stop.is_set():
+            now = time.monotonic()
+            if self._queue and self._queue[0][0] <= now:
+                _, artifact_id = self._queue.popleft()
+                self._guarded(partial(self._store.compactor.compact, artifact_id))
+                continue
+            if now >= sweep_at:
+                self._guarded(lambda: self._store.compactor.run(limit=20))
+                sweep_at = now + 60.0
+                continue
+            due = self._queue[0][0] if self._queue else sweep_at
+            self._wake.wait(max(0.05, min(due, sweep_at) - now))
+            self._wake.clear()
+
+    @staticmethod
+    def _guarded(work: Callable[[], object]) -> None:
+        try:
+            work()
+        except Exception:  # the artifact stays as written; a later pass retries
+            log.exception("compaction failed")

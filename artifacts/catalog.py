@@ -40,7 +40,7 @@ from .records import (
 )
 from .retention import Forever, check_retention, effective_policy
 from .retention import resolve as resolve_retention
-from .usage import bump_usage
+from .usage import bump_usage, charged
 
 if TYPE_CHECKING:
     from .sweeper import Sweeper
@@ -195,7 +195,7 @@ class Catalog(Part):
             # otherwise leave its bytes counted in the owner's usage for good.
             row = self._load(s, principal, artifact_id, lock=True)
             if row.state not in GONE_STATES:
-                freed = row.size_bytes
+                freed = charged(row.stored_bytes, row.size_bytes)
                 row.state = "deleted"
                 row.deleted_at = now
                 row.deleted_by = principal.name
@@ -302,6 +302,7 @@ class Catalog(Part):
                     Artifact.state,
                     func.count(),
                     func.sum(Artifact.size_bytes),
+                    func.sum(func.coalesce(Artifact.stored_bytes, Artifact.size_bytes)),
                     func.sum(Artifact.spill_bytes),
                 )
                 .where(*conds)
@@ -309,20 +310,27 @@ class Catalog(Part):
                 .order_by(Artifact.owner, Artifact.state)
             ).all()
         owners: dict[str, dict[str, Any]] = {}
-        for owner, state, count, size, spilled in rows:
+        for owner, state, count, size, kept, spilled in rows:
             entry = owners.setdefault(
                 owner,
                 {
                     "owner": owner,
-                    "bytes": 0,
+                    "bytes": 0,  # what the store holds (compressed): quotas count this
+                    "output_bytes": 0,  # what those outputs are, uncompressed
                     "artifacts": 0,
                     "legacy_spill_bytes": 0,
                     "by_state": {},
                 },
             )
-            stored = 0 if state in GONE_STATES else int(size or 0)
-            entry["by_state"][state] = {"artifacts": int(count), "bytes": stored}
+            gone = state in GONE_STATES
+            stored, output = (0, 0) if gone else (int(kept or 0), int(size or 0))
+            entry["by_state"][state] = {
+                "artifacts": int(count),
+                "bytes": stored,
+                "output_bytes": output,
+            }
             entry["bytes"] += stored
+            entry["output_bytes"] += output
             entry["artifacts"] += int(count)
             # Spill files not yet removed (a tombstone's go when its bytes do).
             entry["legacy_spill_bytes"] += int(spilled or 0)
@@ -372,6 +380,8 @@ def info_of(row: Artifact, now: datetime) -> ArtifactInfo:
         pin_reason=row.pin_reason,
         deleted_at=row.deleted_at,
         delete_reason=row.delete_reason,
+        stored_bytes=charged(row.stored_bytes, row.size_bytes),
+        compressed=row.stored_bytes is not None and row.state not in GONE_STATES,
     )
 
 

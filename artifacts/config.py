@@ -33,6 +33,9 @@ class StoreSettings(SettingsBase):
     # How long storage may hold a writer's producer (a command's pipe) before the
     # artifact is failed and the producer goes on without it.
     storage_stall_s: float = setting(10.0, gt=0)
+    # zstd level of the frames an ended artifact is compacted into (0: stored as
+    # written). 3 by measurement: see artifacts/frames.py.
+    compression_level: int = setting(3, ge=0, le=22)
     # The store's cap on any one artifact, however it is made.
     max_artifact_bytes: int = setting(4096 * MiB, gt=0, unit="size")
     default_retention_s: int = setting(7 * 24 * 3600, gt=0, unit="duration")

@@ -12,8 +12,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from itertools import chain
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Row, Select, select
 from sqlalchemy.orm import Session
 
 from .blobs.base import BlobNotFound, BlobStore
@@ -21,11 +22,13 @@ from .blobs.keys import segment_key_base
 from .db.models import Segment
 from .db.unit import Database
 from .errors import InvalidRange
+from .frames import decode
 
 PLANNED = 4096
 """Segments a read fetches before its first byte (32 GiB at the default 8 MiB)."""
 _BATCH = 256
 _FEW = 64  # at most this many segments are read once and kept by a Content
+_DECODED = 4  # decoded frames a Content keeps (1 MiB)
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,8 @@ class SegmentRef:
     line_offset: int
     newlines: int
     blob_offset: int  # where offset sits in the blob
+    codec: str | None = None  # a frame's codec (artifacts/frames.py)
+    stored_size: int | None = None  # a frame's bytes in its blob; None: not a frame
 
     @property
     def end(self) -> int:
@@ -63,6 +68,14 @@ class Content:
         self._on_missing = on_missing
         self._few: list[SegmentRef] | None = None
         self._looked = False
+        # The last frames decoded: a tail or a line lookup reads the same frame
+        # several times (line start, newline count, the text).
+        self._decoded: dict[tuple[str, int], bytes] = {}
+
+    def _keep(self, where: tuple[str, int], frame: bytes) -> None:
+        if len(self._decoded) >= _DECODED:
+            del self._decoded[next(iter(self._decoded))]
+        self._decoded[where] = frame
 
     def know_segments(self, segments: list[SegmentRef]) -> None:
         """Segments fetched for many artifacts in one query (a search across
@@ -77,16 +90,12 @@ class Content:
         if not self._looked:
             self._looked = True
             with self._db.read() as s:
-                rows = (
-                    s.execute(
-                        select(Segment)
-                        .where(Segment.artifact_id == self.artifact_id, Segment.offset < self.size)
-                        .order_by(Segment.offset)
-                        .limit(_FEW + 1)
-                    )
-                    .scalars()
-                    .all()
-                )
+                rows = s.execute(
+                    _columns()
+                    .where(Segment.artifact_id == self.artifact_id, Segment.offset < self.size)
+                    .order_by(Segment.offset)
+                    .limit(_FEW + 1)
+                ).all()
             if len(rows) <= _FEW:
                 self._few = [_ref(r) for r in rows]
         return self._few
@@ -99,18 +108,18 @@ class Content:
             return few[i] if i >= 0 else None
         with self._db.read() as s:
             row = s.execute(
-                select(Segment)
+                _columns()
                 .where(Segment.artifact_id == self.artifact_id, Segment.offset <= offset)
                 .order_by(Segment.offset.desc())
                 .limit(1)
-            ).scalar_one_or_none()
+            ).one_or_none()
         return _ref(row) if row is not None else None
 
-    def _page_after(self, cursor: int, s: Session) -> list[Segment]:
+    def _page_after(self, cursor: int, s: Session) -> list[Row[Any]]:
         """The next batch of segment rows after the one at ``cursor``."""
         return list(
             s.execute(
-                select(Segment)
+                _columns()
                 .where(
                     Segment.artifact_id == self.artifact_id,
                     Segment.offset > cursor,
@@ -118,9 +127,7 @@ class Content:
                 )
                 .order_by(Segment.offset)
                 .limit(_BATCH)
-            )
-            .scalars()
-            .all()
+            ).all()
         )
 
     def _segments_from(self, start: int) -> Iterator[SegmentRef]:
@@ -131,11 +138,11 @@ class Content:
             return
         with self._db.read() as s:
             first = s.execute(
-                select(Segment)
+                _columns()
                 .where(Segment.artifact_id == self.artifact_id, Segment.offset <= start)
                 .order_by(Segment.offset.desc())
                 .limit(1)
-            ).scalar_one_or_none()
+            ).one_or_none()
             cursor = first.offset if first is not None else start
             batch = [_ref(first)] if first is not None and first.offset + first.size > start else []
         yield from batch
@@ -176,19 +183,55 @@ class Content:
             planned = list(segments)
             after = planned[-1].end if planned else start
             segments = chain(planned, self._segments_from(after) if len(planned) >= PLANNED else ())
-        for seg in segments:
-            if pos >= end:
-                return
-            if seg.offset > pos:  # a hole: segments were purged mid-read
-                raise self._on_missing()
-            shift = seg.offset - seg.blob_offset  # artifact offset -> blob offset
-            lo, hi = pos - shift, min(end, seg.end) - shift
+        replanned = False
+        while True:
             try:
-                for chunk in self._blobs.read(seg.key, lo, hi):
+                for chunk in self._read(segments, pos, end):
                     pos += len(chunk)
                     yield chunk
+                return
             except BlobNotFound:
-                raise self._on_missing() from None
+                # A compaction (or scrub) replaced the rows under this read: the
+                # logical bytes are the same, so the read goes on from the new
+                # rows -- once; a blob missing again means the artifact is gone.
+                if replanned:
+                    raise self._on_missing() from None
+                replanned = True
+                self._few, self._looked = None, False
+                segments = self._segments_from(pos)
+
+    def _read(self, segments: Iterator[SegmentRef], pos: int, end: int) -> Iterator[bytes]:
+        """Bytes [pos, end) from ``segments``: a plain segment by a ranged read, a
+        run of adjacent frames of one blob by one ranged read (one GET on S3)."""
+        for run in _runs(segments, end):
+            first, last = run[0], run[-1]
+            if first.offset > pos:  # a hole: segments were purged mid-read
+                raise self._on_missing()
+            if last.stored_size is None:  # stored as it is
+                shift = first.offset - first.blob_offset  # artifact offset -> blob offset
+                for chunk in self._blobs.read(first.key, pos - shift, min(end, first.end) - shift):
+                    pos += len(chunk)
+                    yield chunk
+                continue
+            stored, base = b"", -1
+            for seg in run:
+                if seg.offset > pos:
+                    raise self._on_missing()
+                upto = min(end, seg.end) - seg.offset  # the frame's bytes this read needs
+                frame = self._decoded.get((seg.key, seg.blob_offset), b"")
+                if len(frame) < upto:
+                    if base < 0:  # the rest of the run, in one ranged read
+                        base = seg.blob_offset
+                        stored = b"".join(
+                            self._blobs.read(seg.key, base, last.blob_offset + last.stored_size)
+                        )
+                    at = seg.blob_offset - base
+                    packed = stored[at : at + (seg.stored_size or 0)]
+                    frame = decode(seg.codec, packed, seg.size, upto)
+                    self._keep((seg.key, seg.blob_offset), frame)
+                piece = frame[pos - seg.offset : upto]
+                pos += len(piece)
+                yield piece
         if pos < end:
             raise self._on_missing()
 
@@ -212,7 +255,7 @@ class Content:
         else:
             with self._db.read() as s:
                 row = s.execute(
-                    select(Segment)
+                    _columns()
                     .where(
                         Segment.artifact_id == self.artifact_id,
                         Segment.line_offset + Segment.newlines >= want,
@@ -220,7 +263,7 @@ class Content:
                     )
                     .order_by(Segment.offset)
                     .limit(1)
-                ).scalar_one_or_none()
+                ).one_or_none()
             found = _ref(row) if row is not None else None
         if found is None:
             return None
@@ -261,12 +304,69 @@ class Content:
         return count + 1
 
 
-def _ref(row: Segment) -> SegmentRef:
+_RUN_BYTES = 4 * 1024 * 1024
+"""Adjacent frames read in one request, up to this many stored bytes."""
+
+
+def _runs(segments: Iterator[SegmentRef], end: int) -> Iterator[list[SegmentRef]]:
+    """The segments before ``end`` in read order: a plain segment alone, frames in
+    runs that sit back to back in one blob (at most _RUN_BYTES stored)."""
+    run: list[SegmentRef] = []
+    stored = 0
+    for seg in segments:
+        if seg.offset >= end:
+            break
+        joins = (
+            run
+            and seg.stored_size is not None
+            and seg.key == run[-1].key
+            and seg.offset == run[-1].end
+            and seg.blob_offset == run[-1].blob_offset + (run[-1].stored_size or 0)
+            and stored + seg.stored_size <= _RUN_BYTES
+        )
+        if run and not joins:
+            yield run
+            run, stored = [], 0
+        if seg.stored_size is None:
+            yield [seg]
+            continue
+        run.append(seg)
+        stored += seg.stored_size
+    if run:
+        yield run
+
+
+def _columns(*extra: Any) -> Select[Any]:
+    """The segment columns a read uses, as plain rows: building ORM objects for
+    them cost more than the bytes of a small window (32 frames of 8 MiB)."""
+    return select(
+        Segment.seq,
+        Segment.blob_key,
+        Segment.offset,
+        Segment.size,
+        Segment.line_offset,
+        Segment.newlines,
+        Segment.blob_offset,
+        Segment.codec,
+        Segment.stored_size,
+        *extra,
+    )
+
+
+def _ref(row: Any) -> SegmentRef:
     where = row.blob_offset
     if where is None:  # a row from before the column: the key says where the blob starts
         where = row.offset - segment_key_base(row.blob_key)
     return SegmentRef(
-        row.seq, row.blob_key, row.offset, row.size, row.line_offset, row.newlines, where
+        row.seq,
+        row.blob_key,
+        row.offset,
+        row.size,
+        row.line_offset,
+        row.newlines,
+        where,
+        row.codec,
+        row.stored_size,
     )
 
 
@@ -278,10 +378,10 @@ def segments_of(db: Database, artifacts: dict[str, int]) -> dict[str, list[Segme
     found: dict[str, list[SegmentRef]] = {}
     with db.read() as s:
         rows = s.execute(
-            select(Segment)
+            _columns(Segment.artifact_id)
             .where(Segment.artifact_id.in_(list(artifacts)))
             .order_by(Segment.artifact_id, Segment.offset)
-        ).scalars()
+        )
         for row in rows:
             if row.offset < artifacts[row.artifact_id]:
                 found.setdefault(row.artifact_id, []).append(_ref(row))

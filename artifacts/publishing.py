@@ -16,7 +16,7 @@ to its artifact and lease.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from datetime import timedelta
 from typing import TYPE_CHECKING
@@ -53,6 +53,9 @@ class Publisher(Part):
         super().__init__(ctx)
         self._quotas = quotas
         self._sweeper = sweeper
+        # Told the id of each artifact this process saw end (a server's background
+        # compaction listens); never raises into the writer.
+        self.on_finished: Callable[[str], None] | None = None
 
     def for_writer(self, artifact_id: str, token: str | None) -> Publication:
         return Publication(self, artifact_id, token)
@@ -255,6 +258,8 @@ class Publisher(Part):
             row.updated_at = now
             row.lease_token = None
             row.lease_expires_at = None
+        if self.on_finished is not None:
+            self.on_finished(artifact_id)
 
     def mark_total(self, artifact_id: str, total: int) -> None:
         with self._write() as s:

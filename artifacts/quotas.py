@@ -18,7 +18,7 @@ from . import audit
 from .db.models import Artifact, OwnerUsage
 from .errors import QuotaExceeded
 from .retention import Policy
-from .usage import bump_usage
+from .usage import bump_usage, charged
 
 if TYPE_CHECKING:
     from .context import StoreContext
@@ -89,7 +89,7 @@ class Quotas:
         for row in victims:
             if used + incoming <= quota and (incoming or used < quota):
                 break
-            freed = row.size_bytes
+            freed = charged(row.stored_bytes, row.size_bytes)
             row.state = "deleted"
             row.deleted_at = now
             row.deleted_by = "system:quota"

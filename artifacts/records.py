@@ -56,6 +56,11 @@ class ArtifactInfo(_Record):
     pin_reason: str | None
     deleted_at: datetime | None
     delete_reason: str | None
+    # What the artifact takes in the store: size_bytes while stored as written,
+    # its compressed frames once compacted (frames it shares with another output
+    # of the same owner count there). Quotas and usage count this.
+    stored_bytes: int | None = None
+    compressed: bool = False
 
     @property
     def complete(self) -> bool:

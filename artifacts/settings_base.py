@@ -46,6 +46,7 @@ class Setting(NamedTuple):
     finite: bool = False
     unit: Literal["size", "duration"] | None = None
     aliases: tuple[str, ...] = ()
+    le: float | None = None
 
 
 def setting(
@@ -57,11 +58,12 @@ def setting(
     finite: bool = False,
     unit: Literal["size", "duration"] | None = None,
     aliases: tuple[str, ...] = (),
+    le: float | None = None,
 ) -> Any:
-    """A field with bounds: ``gt``/``ge`` for numbers, ``finite`` to refuse inf/nan;
+    """A field with bounds: ``gt``/``ge``/``le`` for numbers, ``finite`` to refuse inf/nan;
     ``unit`` reads a size (10MB) or a duration (7d); ``aliases`` are old names that
     still work and warn."""
-    return Setting(default, default_factory, gt, ge, finite, unit, aliases)
+    return Setting(default, default_factory, gt, ge, finite, unit, aliases, le)
 
 
 class _Kind(NamedTuple):
@@ -310,3 +312,5 @@ def _check_bounds(value: Any, spec: Setting) -> None:
         raise _Invalid(f"Input should be greater than {spec.gt:g}")
     if spec.ge is not None and not value >= spec.ge:
         raise _Invalid(f"Input should be greater than or equal to {spec.ge:g}")
+    if spec.le is not None and not value <= spec.le:
+        raise _Invalid(f"Input should be less than or equal to {spec.le:g}")

@@ -26,6 +26,7 @@ from .blobs.base import BlobStore
 from .blobs.registry import open_blob_store
 from .catalog import Catalog
 from .clock import Clock, SystemClock
+from .compaction import Compactor
 from .config import StoreSettings
 from .content import Content
 from .context import StoreContext
@@ -86,6 +87,7 @@ class ArtifactStore:
         self.catalog = Catalog(self.ctx, self.sweeper)
         self.reader = Reader(self.ctx, self.catalog)
         self.publisher = Publisher(self.ctx, self.quotas, self.sweeper)
+        self.compactor = Compactor(self.ctx)
         self.ingest = Ingest(self.ctx, self.quotas, self.catalog, self.reader, self.publisher)
 
     # -- creating and writing (ingest) --------------------------------------------------

@@ -15,7 +15,7 @@ the same artifact and never block each other; a sweeper that dies mid-way loses
 its claim when the deadline passes. A reader racing a purge gets the bytes or a
 410, never wrong bytes: segments are deleted only after the row is a tombstone.
 
-About 480 lines because the passes (and the claim of a whole pass, ``run_if_due``)
+About 550 lines because the passes (and the claim of a whole pass, ``run_if_due``)
 share that claim discipline (claim, act,
 release or lose the claim at its deadline), which is easiest to check in one place.
 """
@@ -33,13 +33,14 @@ from sqlalchemy import ColumnElement, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from . import audit
+from .blob_refs import lock_origins, named
 from .blobs.base import AppendableBlobStore, BlobInfo
 from .blobs.keys import is_segment_key
 from .db.models import Artifact, AuditEvent, Maintenance, Segment
 from .errors import StorageUnavailable
 from .records import GONE_STATES
 from .spill_files import delete_spill_file
-from .usage import bump_usage
+from .usage import bump_usage, charged
 
 if TYPE_CHECKING:
     from .context import StoreContext
@@ -63,6 +64,11 @@ class SweepReport(BaseModel):
     partial_uploads: int = 0
     unpublished_bytes: int = 0  # a dead writer's batch data no segment names, taken back
     legacy_spill_files: int = 0
+    # Compaction (artifacts/compaction.py), run with the pass by ``overspill cleanup``
+    compacted: int = 0
+    compacted_bytes: int = 0  # logical bytes of the artifacts compacted
+    compressed_bytes: int = 0  # what their new frames take
+    shared_frames: int = 0  # frames another output of the owner already stored
     errors: list[str] = Field(default_factory=list)
     artifact_ids: list[str] = Field(default_factory=list, description="First affected ids")
 
@@ -176,7 +182,13 @@ class Sweeper:
             token = secrets.token_hex(8)
             with store.write() as s:
                 rows = s.execute(
-                    select(Artifact.id, Artifact.owner, Artifact.size_bytes, Artifact.expires_at)
+                    select(
+                        Artifact.id,
+                        Artifact.owner,
+                        Artifact.size_bytes,
+                        Artifact.stored_bytes,
+                        Artifact.expires_at,
+                    )
                     .where(*self._expired_filter(now))
                     .order_by(Artifact.expires_at)
                     .limit(self.batch)
@@ -202,7 +214,7 @@ class Sweeper:
                     freed_by_owner: dict[str, list[int]] = {}
                     for r in rows:
                         acc = freed_by_owner.setdefault(r.owner, [0, 0])
-                        acc[0] += r.size_bytes
+                        acc[0] += charged(r.stored_bytes, r.size_bytes)
                         acc[1] += 1
                     for owner, (nbytes, count) in freed_by_owner.items():
                         bump_usage(s, owner, -nbytes, -count)
@@ -275,7 +287,9 @@ class Sweeper:
                     select(func.count()).select_from(Artifact).where(*pending)
                 ).scalar_one()
                 size = s.execute(
-                    select(func.coalesce(func.sum(Segment.size), 0))
+                    select(
+                        func.coalesce(func.sum(func.coalesce(Segment.stored_size, Segment.size)), 0)
+                    )
                     .join(Artifact, Artifact.id == Segment.artifact_id)
                     .where(*pending)
                 ).scalar_one()
@@ -309,16 +323,22 @@ class Sweeper:
                 return
 
     def _delete_bytes(self, ids: list[str], token: str) -> int:
-        """Delete the segments of claimed tombstones: blobs first (in batches, one
-        DeleteObjects per 1000 on S3), then their rows, then mark them purged;
-        a legacy spill file recorded on the artifact goes with them."""
+        """Delete the segments of claimed tombstones: their rows and the mark
+        "purged" in one transaction, then every blob no row names any more (in
+        batches, one DeleteObjects per 1000 on S3); a legacy spill file recorded
+        on the artifact goes with them. A pack another artifact of the owner still
+        names stays (``artifacts/compaction.py``: the origins' rows are locked, so
+        the last one to let go of a pack is the one that sees it unnamed)."""
         store = self._store
-        with store.read() as s:
+        now = store.clock.now()
+        with store.write() as s:
             segs = s.execute(
-                select(Segment.artifact_id, Segment.seq, Segment.blob_key, Segment.size).where(
+                select(Segment.blob_key, func.coalesce(Segment.stored_size, Segment.size)).where(
                     Segment.artifact_id.in_(ids)
                 )
             ).all()
+            keys = list(dict.fromkeys(k for k, _ in segs))
+            lock_origins(s, set(keys) | set(ids))
             spills = (
                 s.execute(
                     select(Artifact.spill_path).where(
@@ -328,12 +348,8 @@ class Sweeper:
                 .scalars()
                 .all()
             )
-        # Segments that share a blob (local batches) name it once.
-        store.blobs.delete_many(list(dict.fromkeys(k for _, _, k, _ in segs)))
-        freed = sum(delete_spill_file(path) for path in spills if path)
-        now = store.clock.now()
-        with store.write() as s:
             s.execute(delete(Segment).where(Segment.artifact_id.in_(ids)))
+            still = named(s, keys)
             s.execute(
                 update(Artifact)
                 .where(Artifact.id.in_(ids), Artifact.sweep_token == token)
@@ -346,7 +362,16 @@ class Sweeper:
                 )
                 .execution_options(synchronize_session=False)
             )
-        return sum(int(n) for _, _, _, n in segs) + freed
+        # Segments that share a blob (local batches, repeated frames) name it once;
+        # a failure here leaves the blobs to the orphan pass.
+        unused = [k for k in keys if k not in still]
+        store.blobs.delete_many(unused)
+        freed = sum(delete_spill_file(path) for path in spills if path)
+        sizes: dict[str, int] = {}
+        for key, n in segs:
+            if key not in still:
+                sizes[key] = sizes.get(key, 0) + int(n)
+        return sum(sizes.values()) + freed
 
     def _remove_old_tombstones(self, report: SweepReport) -> None:
         store = self._store
@@ -442,7 +467,12 @@ class Sweeper:
             return 0
         with self._store.read() as s:
             rows = s.execute(
-                select(Segment.blob_key, func.max(Segment.blob_offset + Segment.size))
+                select(
+                    Segment.blob_key,
+                    func.max(
+                        Segment.blob_offset + func.coalesce(Segment.stored_size, Segment.size)
+                    ),
+                )
                 .where(Segment.artifact_id == artifact_id, Segment.blob_offset.is_not(None))
                 .group_by(Segment.blob_key)
             ).all()
@@ -458,24 +488,19 @@ class Sweeper:
     def _reclaim_orphans(self, report: SweepReport) -> None:
         store = self._store
         cutoff = store.clock.now() - self.orphan_grace
-        for artifact_id, blobs in _by_artifact(self._ours(store.blobs.list(), report)):
+        for _, blobs in _by_artifact(self._ours(store.blobs.list(), report)):
+            # Named by any row: a pack of compressed frames may be named by the
+            # rows of another artifact of the same owner (artifacts/compaction.py).
+            keys = [b.key for b in blobs]
             with store.read() as s:
-                known = set(
-                    s.execute(
-                        select(Segment.blob_key).where(Segment.artifact_id == artifact_id)
-                    ).scalars()
-                )
+                known = named(s, keys)
             orphans = [b for b in blobs if b.key not in known and b.modified < cutoff]
             if not orphans:
                 continue
             # Re-check under the lock that publishes segments: a writer that just
             # committed this blob must not lose it.
             with store.write() as s:
-                known = set(
-                    s.execute(
-                        select(Segment.blob_key).where(Segment.artifact_id == artifact_id)
-                    ).scalars()
-                )
+                known = named(s, [b.key for b in orphans])
             orphans = [b for b in orphans if b.key not in known]
             report.orphan_blobs += len(orphans)
             report.orphan_bytes += sum(b.size for b in orphans)

@@ -23,3 +23,10 @@ def bump_usage(s: Session, owner: str, bytes_delta: int, count_delta: int) -> No
         },
     )
     s.execute(stmt)
+
+
+def charged(stored_bytes: int | None, size_bytes: int) -> int:
+    """What an artifact counts in its owner's usage: the bytes its own blobs hold
+    once compacted (compressed; frames shared with another of the owner's
+    artifacts count there), else the bytes it stores as written."""
+    return size_bytes if stored_bytes is None else stored_bytes

@@ -250,6 +250,24 @@ def test_the_local_server_frees_expired_bytes_with_nobody_asking(tmp_path: Path)
     assert info["state"] == "expired"
 
 
+def test_the_local_server_compresses_an_output_soon_after_it_ends(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    done = _cli(home, "run", "--json", "--", "seq 1 300000")
+    art = json.loads(done.stdout)["stdout"]["artifact"]["id"]
+
+    def compressed() -> bool:
+        return bool(json.loads(_cli(home, "info", art, "--json").stdout)["compressed"])
+
+    assert _wait_for(compressed, timeout=40), "not compressed by the local server"
+    info = json.loads(_cli(home, "info", art, "--json").stdout)
+    assert info["stored_bytes"] < info["size_bytes"] // 3
+    shown = _cli(home, "info", art).stdout.decode()
+    assert "on disk:" in shown and "zstd frames" in shown
+    expected = "".join(f"{i}\n" for i in range(1, 300001)).encode()
+    assert _cli(home, "cat", art).stdout == expected
+    assert sum(f.stat().st_size for f in _blob_files(home)) == info["stored_bytes"]
+
+
 def test_with_the_local_server_off_a_verb_sweeps_once_when_a_sweep_is_due(tmp_path: Path) -> None:
     home = tmp_path / "home"
 

@@ -337,6 +337,21 @@ def test_an_artifact_page_shows_metadata_head_tail_and_line_pages(page: Any, sit
     page.wait_for_selector("#lines-info:has-text('Lines 4,990\u20135,000')")
 
 
+def test_a_compressed_artifact_shows_both_sizes_and_reads_the_same(page: Any, site: Site) -> None:
+    data = b"".join(b"line %d of the build\n" % i for i in range(1, 50001))
+    art = output(site.store, data)
+    assert site.store.compactor.compact(art)
+    stored = site.store.get(ALICE, art).stored_bytes
+    assert stored is not None
+    sign_in(page, site, site.alice, f"/artifacts/{art}")
+    page.wait_for_selector("#tail-text")
+    meta = page.inner_text("dl.meta")
+    assert f"{len(data):,} bytes" in meta and "as zstd frames" in meta
+    assert f"{stored * 100 / len(data):.1f}% of the output" in meta
+    assert page.inner_text("#head-text").startswith("line 1 of the build\n")
+    assert page.inner_text("#tail-text").rstrip().endswith("line 50000 of the build")
+
+
 def test_search_highlights_matches_with_context_and_continues(page: Any, site: Site) -> None:
     lines = [b"ok %d" % i for i in range(1, 400)]
     for n in (50, 51, 300):

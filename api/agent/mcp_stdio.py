@@ -82,7 +82,7 @@ class Runtime:
             from overspill.artifacts.store import ArtifactStore
             from overspill.shell import StoreSink
 
-            from ..cleanup import PeriodicSweeper
+            from ..cleanup import BackgroundCompactor, PeriodicSweeper
             from ..client.in_process import InProcessClient, redaction_for
 
             # The store lives in this process for the whole session, for the reads
@@ -92,6 +92,7 @@ class Runtime:
             redaction = redaction_for(store, redaction, client.owner)
             if settings.server.sweep_interval_s > 0:
                 PeriodicSweeper(store, shell, settings.server.sweep_interval_s).start()
+            BackgroundCompactor(store).start()
             agent = Principal(name=client.owner, role="agent")
             backend = InProcessClient(store, agent, redaction=redaction)
             sink = StoreSink(store, agent, session_id=session, max_bytes=shell.stream_max_bytes)

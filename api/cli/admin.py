@@ -103,7 +103,12 @@ def cmd_usage(ctx: CliContext, args: argparse.Namespace) -> int:
         states = ", ".join(f"{k} {v['artifacts']}" for k, v in row["by_state"].items())
         count = row["artifacts"]
         noun = "artifact" if count == 1 else "artifacts"
-        print(f"{row['owner']:<24} {format_bytes(row['bytes']):>10} {count:>7} {noun} ({states})")
+        output = int(row.get("output_bytes") or row["bytes"])
+        of = f" of {format_bytes(output)}" if output != row["bytes"] else ""
+        print(
+            f"{row['owner']:<24} {format_bytes(row['bytes']):>10}{of} stored "
+            f"{count:>7} {noun} ({states})"
+        )
     return 0
 
 
@@ -265,6 +270,12 @@ def cmd_cleanup(ctx: CliContext, args: argparse.Namespace) -> int:
         f"{r['partial_uploads']} partial uploads, {r['legacy_spill_files']} legacy spill files; "
         f"{fin} {r['writers_finalised']} dead writers"
     )
+    if r.get("compacted"):
+        print(
+            f"compressed: {r['compacted']} artifacts, {format_bytes(r['compacted_bytes'])} "
+            f"now take {format_bytes(r['compressed_bytes'])}"
+            f" ({r['shared_frames']} frames already stored for the same owner)"
+        )
     for err in r["errors"]:
         print(f"overspill: cleanup error: {err}", file=sys.stderr)
     return EXIT_ERROR if r["errors"] else 0

@@ -238,6 +238,7 @@ def cmd_info(ctx: CliContext, args: argparse.Namespace) -> int:
         ("id", info["id"]),
         ("state", info["state"] + (f" ({info['error']})" if info.get("error") else "")),
         ("size", _size_line(info)),
+        *([("on disk", _disk_line(info))] if info.get("compressed") else []),
         ("owner", info["owner"]),
         ("session", info["session_id"] or "-"),
         ("name", info["name"] or "-"),
@@ -268,6 +269,13 @@ def _size_line(info: JSON) -> str:
     if total > stored:
         text += f" stored of {total} bytes printed"
     return text
+
+
+def _disk_line(info: JSON) -> str:
+    """What the compressed frames take (the figure quotas count)."""
+    kept, size = info["stored_bytes"], info["size_bytes"]
+    share = f", {kept * 100 / size:.1f}% of the output" if size else ""
+    return f"{format_bytes(kept)} ({kept} bytes, zstd frames{share})"
 
 
 def _expiry(info: JSON) -> str:

@@ -25,7 +25,7 @@ from overspill.artifacts.errors import ConfigurationError, OverspillError
 from overspill.artifacts.home import ensure_home
 from overspill.artifacts.store import ArtifactStore
 
-from ..cleanup import PeriodicSweeper, sweep_soon
+from ..cleanup import BackgroundCompactor, PeriodicSweeper, sweep_soon
 from ..client.local_server import RUN_LOCK, fingerprint, flocked, socket_path
 from ..client.wire import Endpoint
 from ..settings import Settings
@@ -165,6 +165,8 @@ def _run(
     # busy. 1 ms keeps one caller's greps from setting everyone's latency.
     sys.setswitchinterval(0.001)
     app.state.stop_server = lambda: setattr(server, "should_exit", True)
+    compactor = BackgroundCompactor(store)
+    compactor.start()
     if sweeper:
         sweeper.start()
     try:
@@ -172,6 +174,7 @@ def _run(
     finally:
         if sweeper:
             sweeper.stop()
+        compactor.stop()
 
 
 def _unix_socket(path: str) -> socket.socket:

@@ -98,6 +98,10 @@ class Artifact(Base):
     # the artifact's bytes, counted in its owner's usage meanwhile.
     spill_path: Mapped[str | None] = mapped_column(Text)
     spill_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    # Bytes this artifact's own blobs hold once compacted (frames it shares with
+    # another artifact of its owner are counted there); NULL: not compacted, its
+    # blobs hold size_bytes.
+    stored_bytes: Mapped[int | None] = mapped_column(BigInteger)
 
     __table_args__ = (
         Index("ix_artifacts_owner_created", "owner", "created_at", "id"),
@@ -132,8 +136,19 @@ class Segment(Base):
     # Where the segment's first byte sits in its blob (segments of one publish
     # batch share a file). Null on rows from before 0003: read from the key.
     blob_offset: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # A compacted artifact's segments are frames (artifacts/frames.py): ``codec``
+    # "zstd" holds ``stored_size`` bytes at ``blob_offset`` that decode to ``size``
+    # (NULL: the bytes are stored as they are). ``digest`` (sha256 of the logical
+    # bytes) lets another artifact of the same owner share the frame.
+    codec: Mapped[str | None] = mapped_column(String(10), nullable=True)
+    stored_size: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    digest: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
-    __table_args__ = (UniqueConstraint("artifact_id", "offset", name="uq_segments_offset"),)
+    __table_args__ = (
+        UniqueConstraint("artifact_id", "offset", name="uq_segments_offset"),
+        Index("ix_segments_blob_key", "blob_key"),
+        Index("ix_segments_digest", "digest"),
+    )
 
 
 class OwnerUsage(Base):

@@ -39,6 +39,10 @@ function metadata(a) {
     a.total_bytes > a.size_bytes
       ? ["Printed", `${formatBytes(a.total_bytes)}: ${formatBytes(a.total_bytes - a.size_bytes)} past the stored prefix were not kept`]
       : null,
+    a.compressed
+      ? ["On disk", `${formatBytes(a.stored_bytes)} as zstd frames` +
+          (a.size_bytes ? ` (${(a.stored_bytes * 100 / a.size_bytes).toFixed(1)}% of the output)` : "")]
+      : null,
     ["Lines", a.line_count.toLocaleString("en")],
     ["Command", src.command ? h("code", {}, visible(src.command)) : null],
     ["Stream", src.stream],

@@ -1,0 +1,259 @@
+"""Compressed frames: an ended artifact compacted into zstd frames reads exactly
+as it did, on every backend; identical frames of one owner are stored once, and
+freed when the last artifact naming them goes; nothing a failed or raced
+compaction wrote is left behind."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from overspill.artifacts.compaction import Compactor
+from overspill.artifacts.errors import StorageUnavailable
+from overspill.artifacts.frames import FRAME_BYTES
+from overspill.artifacts.queries import GrepQuery, LineQuery
+from overspill.artifacts.records import Principal
+from overspill.artifacts.store import ArtifactStore
+from tests.helpers import ALICE, BOB, write_artifact
+
+
+def _log(lines: int, seed: int = 0) -> bytes:
+    """A compiler-like log: repetitive, with numbers that differ line to line."""
+    rng = random.Random(seed)
+    words = ["compiling", "linking", "warning: unused variable", "note: in expansion", "ok"]
+    return b"".join(
+        b"[%05d] %s src/module_%d.c:%d\n"
+        % (i, rng.choice(words).encode(), rng.randrange(400), rng.randrange(9000))
+        for i in range(lines)
+    )
+
+
+def _blob_keys(store: ArtifactStore) -> list[str]:
+    return sorted(b.key for b in store.blobs.list())
+
+
+def _everything(store: ArtifactStore, who: Principal, artifact_id: str) -> bytes:
+    _, content = store.open_content(who, artifact_id)
+    return b"".join(content.iter_range(0, content.size))
+
+
+def _reads(store: ArtifactStore, artifact_id: str) -> list[Any]:
+    """Every kind of bounded read, as the model and the UI make them."""
+    size = store.get(ALICE, artifact_id).size_bytes
+    rng = random.Random(7)
+    spans = [(0, 1), (FRAME_BYTES - 5, FRAME_BYTES + 5), (size - 3, size)]
+    spans += [(a, a + rng.randrange(1, 70_000)) for a in rng.sample(range(size), 8)]
+    return [
+        [store.read_bytes(ALICE, artifact_id, a, b) for a, b in spans],
+        store.text(ALICE, artifact_id, FRAME_BYTES * 2 - 10, 5000).model_dump(),
+        store.lines(ALICE, artifact_id, LineQuery(start=9_000, count=40)).model_dump(),
+        store.tail(ALICE, artifact_id, lines=25).model_dump(),
+        store.grep(ALICE, artifact_id, GrepQuery(pattern=r"module_13\.c", context=1)).model_dump(),
+    ]
+
+
+def test_a_compacted_artifact_reads_exactly_as_it_did(store: ArtifactStore) -> None:
+    data = _log(60_000)  # ~2.4 MB: frames of 256 KiB and a short last one
+    artifact_id = write_artifact(store, data, chunks=[1_000_003, 77])
+    before = _reads(store, artifact_id)
+    info = store.get(ALICE, artifact_id)
+    assert not info.compressed and info.stored_bytes == len(data)
+
+    assert store.compactor.compact(artifact_id)
+
+    after = store.get(ALICE, artifact_id)
+    assert after.compressed and after.sha256 == hashlib.sha256(data).hexdigest()
+    assert after.size_bytes == len(data) and after.line_count == info.line_count
+    assert after.stored_bytes is not None and after.stored_bytes < len(data) // 2
+    assert _reads(store, artifact_id) == before
+    assert _everything(store, ALICE, artifact_id) == data
+    assert not store.compactor.compact(artifact_id)  # once is enough
+
+
+def test_random_bytes_stay_raw_and_cost_nothing_extra(store: ArtifactStore) -> None:
+    data = os.urandom(3 * FRAME_BYTES + 1000)
+    artifact_id = write_artifact(store, data)
+    assert store.compactor.compact(artifact_id)
+    info = store.get(ALICE, artifact_id)
+    assert info.stored_bytes == len(data)  # every frame kept as it was
+    assert _everything(store, ALICE, artifact_id) == data
+
+
+def test_an_empty_or_still_written_artifact_is_left_alone(store: ArtifactStore) -> None:
+    empty = write_artifact(store, b"")
+    writer = store.open_writer(ALICE)
+    writer.write(b"more to come\n")
+    writer.flush()
+    assert store.compactor.compact(empty)
+    assert store.get(ALICE, empty).stored_bytes == 0
+    assert not store.compactor.compact(writer.id)
+    assert writer.id not in store.compactor.pending(100)
+    writer.close()
+    assert writer.id in store.compactor.pending(100)
+
+
+def test_one_owners_identical_outputs_share_frames_until_the_last_goes(
+    store: ArtifactStore,
+) -> None:
+    data = _log(40_000, seed=3)
+    first = write_artifact(store, data)
+    second = write_artifact(store, data)
+    assert store.compactor.compact(first) and store.compactor.compact(second)
+    kept = store.get(ALICE, first).stored_bytes
+    assert kept is not None and 0 < kept < len(data)
+    assert store.get(ALICE, second).stored_bytes == 0  # every frame was already stored
+    assert store.usage(ALICE)[0]["bytes"] == kept
+    assert store.usage(ALICE)[0]["output_bytes"] == 2 * len(data)
+
+    store.delete(ALICE, first)
+    store.sweeper.run()
+    assert _everything(store, ALICE, second) == data  # the frames it names stayed
+    store.delete(ALICE, second)
+    store.sweeper.run()
+    assert _blob_keys(store) == []  # the last reference gone, so is the pack
+
+
+def test_outputs_of_different_owners_never_share_a_frame(store: ArtifactStore) -> None:
+    data = _log(20_000, seed=4)
+    mine = write_artifact(store, data, ALICE)
+    theirs = write_artifact(store, data, BOB)
+    assert store.compactor.compact(mine) and store.compactor.compact(theirs)
+    assert store.get(BOB, theirs).stored_bytes == store.get(ALICE, mine).stored_bytes
+    store.delete(ALICE, mine)
+    store.sweeper.run()
+    assert _everything(store, BOB, theirs) == data
+
+
+def test_a_read_under_way_goes_on_across_the_compaction(store: ArtifactStore) -> None:
+    data = _log(50_000, seed=5)
+    artifact_id = write_artifact(store, data)
+    _, content = store.open_content(ALICE, artifact_id)
+    chunks = content.iter_range(0, content.size)
+    got = [next(chunks)]  # the read has begun on the raw rows
+    assert store.compactor.compact(artifact_id)  # ... and the raw blobs are gone
+    got.extend(chunks)
+    assert b"".join(got) == data
+
+
+def test_a_compaction_whose_store_fails_leaves_the_artifact_as_written(
+    store: ArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = _log(30_000, seed=6)
+    artifact_id = write_artifact(store, data)
+    keys = _blob_keys(store)
+    real_put = store.blobs.put
+    calls = []
+
+    def failing_put(key: str, payload: Any) -> None:
+        calls.append(key)
+        if len(calls) > 1:
+            raise StorageUnavailable("disk full (test)")
+        real_put(key, payload)
+
+    monkeypatch.setattr(store.blobs, "put", failing_put)
+    monkeypatch.setattr("overspill.artifacts.compaction.FRAMES_PER_PACK", 2)  # several packs
+    assert not store.compactor.compact(artifact_id)
+    assert _blob_keys(store) == keys  # the pack it did write was given back
+    assert not store.get(ALICE, artifact_id).compressed
+    assert _everything(store, ALICE, artifact_id) == data
+    monkeypatch.setattr(store.blobs, "put", real_put)
+    assert store.compactor.compact(artifact_id)  # a later pass succeeds
+
+
+def test_a_delete_during_compaction_wins_and_nothing_is_left(
+    store: ArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    artifact_id = write_artifact(store, _log(20_000, seed=8))
+    real = Compactor._write_frames
+
+    def then_delete(self: Compactor, *args: Any) -> None:
+        real(self, *args)
+        store.delete(ALICE, artifact_id)
+
+    monkeypatch.setattr(Compactor, "_write_frames", then_delete)
+    assert not store.compactor.compact(artifact_id)
+    store.sweeper.run()
+    assert _blob_keys(store) == []
+
+
+def test_concurrent_compactions_and_deletes_of_shared_frames_lose_nothing(
+    store: ArtifactStore,
+) -> None:
+    """Eight copies of one output, compacted on four threads while half of them
+    are deleted and purged: the survivors read whole, and once all are gone no
+    blob is left (no pack freed while named, none kept once unnamed)."""
+    data = _log(12_000, seed=9)
+    ids = [write_artifact(store, data) for _ in range(8)]
+    doomed, kept = ids[::2], ids[1::2]
+    errors: list[BaseException] = []
+
+    def compact(share: list[str]) -> None:
+        try:
+            for artifact_id in share:
+                store.compactor.compact(artifact_id)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    def delete() -> None:
+        try:
+            for artifact_id in doomed:
+                store.delete(ALICE, artifact_id)
+                store.sweeper.run(reconcile=False)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=compact, args=(ids[i::3],)) for i in range(3)]
+    threads.append(threading.Thread(target=delete))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert errors == []
+    store.compactor.run()
+    for artifact_id in kept:
+        assert _everything(store, ALICE, artifact_id) == data
+    for artifact_id in kept:
+        store.delete(ALICE, artifact_id)
+    store.sweeper.run()
+    assert _blob_keys(store) == []
+
+
+def test_usage_counts_what_the_store_holds(store: ArtifactStore) -> None:
+    data = _log(30_000, seed=10)
+    artifact_id = write_artifact(store, data)
+    assert store.usage(ALICE)[0]["bytes"] == len(data)
+    store.compactor.compact(artifact_id)
+    stored = store.get(ALICE, artifact_id).stored_bytes
+    row = store.usage(ALICE)[0]
+    assert row["bytes"] == stored and row["output_bytes"] == len(data)
+    with store.db.read() as s:  # the counter quotas admit against
+        assert store.quotas._usage(s, ALICE.name) == stored
+
+
+@pytest.fixture
+def pages(store: ArtifactStore) -> Iterator[Any]:
+    from tests.api_helpers import make_api
+
+    yield make_api(store)
+
+
+def test_http_ranges_of_a_compacted_artifact_are_the_stored_bytes(pages: Any) -> None:
+    data = _log(30_000, seed=11)
+    artifact_id = write_artifact(pages.store, data)
+    pages.store.compactor.compact(artifact_id)
+    h = {"Authorization": f"Bearer {pages.alice}"}
+    whole = pages.client.get(f"/v1/artifacts/{artifact_id}/content", headers=h)
+    assert whole.status_code == 200 and whole.content == data
+    a, b = FRAME_BYTES - 100, 3 * FRAME_BYTES + 17
+    part = pages.client.get(
+        f"/v1/artifacts/{artifact_id}/content", headers={**h, "Range": f"bytes={a}-{b}"}
+    )
+    assert part.status_code == 206 and part.content == data[a : b + 1]
+    info = pages.client.get(f"/v1/artifacts/{artifact_id}", headers=h).json()
+    assert info["compressed"] is True and info["stored_bytes"] < info["size_bytes"]
