@@ -106,6 +106,8 @@ class Catalog(Part):
             conds.append(Artifact.kind == kind)
         if min_size is not None:
             conds.append(Artifact.size_bytes >= min_size)
+        if q.spill_path is not None:
+            conds.append(Artifact.spill_path == q.spill_path)
         if created_after is not None:
             conds.append(Artifact.created_at >= created_after)
         if created_before is not None:

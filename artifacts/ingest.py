@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from . import audit
@@ -94,7 +94,7 @@ class Ingest(Part):
     def _insert(
         self, principal: Principal, new: NewArtifact, *, lease_token: str | None
     ) -> Artifact:
-        kind, name, media_type, session_id, source, max_bytes, owner, retention = new
+        kind, name, media_type, session_id, source, max_bytes, owner, retention, made = new
         if owner is not None and owner != principal.name and not principal.is_admin:
             raise InvalidArgument("only admins can create artifacts for another owner")
         if max_bytes is not None and max_bytes <= 0:
@@ -132,7 +132,7 @@ class Ingest(Part):
                 max_bytes=min(c for c in caps if c is not None),
                 line_count=0,
                 segment_count=0,
-                created_at=now,
+                created_at=now if made is None else min(_aware(made), now),
                 updated_at=now,
                 expires_at=resolved.expires_at,
                 retention_requested_s=0 if retention == "forever" else resolved.requested_s,
@@ -236,3 +236,8 @@ class Ingest(Part):
             hashed_size=content.size,
         )
         return self._catalog.get(principal, artifact_id)
+
+
+def _aware(when: datetime) -> datetime:
+    """A time as UTC (a naive one is taken as UTC)."""
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)

@@ -142,6 +142,9 @@ class ListQuery(_Query):
     created_after: datetime | None = None
     created_before: datetime | None = None
     include_gone: bool = Field(default=False, description="Also list expired and deleted")
+    spill_path: str | None = Field(
+        default=None, max_length=4096, description="Only the one that holds this legacy spill file"
+    )
     sort: Literal["created", "size"] = "created"
     order: Literal["asc", "desc"] = "desc"
     limit: int = Field(default=b.DEFAULT_PAGE, ge=1, le=MAX_PAGE)

@@ -7,6 +7,7 @@ send them without loading the store.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
 
@@ -23,6 +24,9 @@ class NewArtifact(NamedTuple):
     max_bytes: int | None = None
     owner: str | None = None
     retention: int | Literal["forever"] | None = None
+    # When the output was made, if before now (a file taken in by ``overspill
+    # adopt``); the retention still runs from now.
+    created_at: datetime | None = None
 
 
 class Ending(NamedTuple):

@@ -6,6 +6,7 @@ returns would land inside the bytes on screen."""
 from __future__ import annotations
 
 import sys
+import threading
 import time
 
 from overspill.artifacts.units import format_bytes
@@ -22,11 +23,13 @@ class Progress:
         big = total is None or total >= _MIN_BYTES
         self.enabled = big and sys.stderr.isatty() and not (data_to_stdout and sys.stdout.isatty())
         self._shown = False
+        self._lock = threading.Lock()
         self._start = time.monotonic()
         self._last = self._start
 
     def advance(self, n: int) -> None:
-        self.done += n
+        with self._lock:  # adopt's workers advance one meter
+            self.done += n
         now = time.monotonic()
         if not self.enabled or now - self._last < _EVERY_S or self.done < _MIN_BYTES:
             return

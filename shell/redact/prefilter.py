@@ -12,6 +12,7 @@ fastest available engine once a stream has passed ``LARGE`` bytes (~4 ms on
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
@@ -114,6 +115,15 @@ class HyperscanPrefilter:
                 flags=[0] * len(literals),
             )
             self._db = db
+        # A database is shared by every stream of its rules (compiling it costs
+        # ~8 ms, once per upload before); scratch space is per scan thread.
+        self._scratch = hyperscan.Scratch(self._db) if self._db is not None else None
+
+    def sharing(self) -> HyperscanPrefilter:
+        """A prefilter on the same compiled database, with scratch of its own."""
+        twin = copy.copy(self)
+        twin._scratch = self._hs.Scratch(self._db) if self._db is not None else None
+        return twin
 
     def find(self, data: bytes | bytearray | memoryview) -> Iterator[tuple[int, int]]:
         if self._db is None:
@@ -125,7 +135,7 @@ class HyperscanPrefilter:
             found.append((end - lens[ident], ident))
             return 0
 
-        self._db.scan(bytes(data), match_event_handler=on_match)
+        self._db.scan(bytes(data), match_event_handler=on_match, scratch=self._scratch)
         return iter(found)
 
     def any(self, data: bytes | bytearray | memoryview) -> bool:
@@ -138,7 +148,7 @@ class HyperscanPrefilter:
             return 1  # stop the scan
 
         try:
-            self._db.scan(bytes(data), match_event_handler=on_match)
+            self._db.scan(bytes(data), match_event_handler=on_match, scratch=self._scratch)
         except self._hs.ScanTerminated:
             pass
         return bool(seen)

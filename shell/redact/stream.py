@@ -93,8 +93,17 @@ class RuleSet:
         # Every proper start of a trigger: the end of a chunk is held back only as
         # far as it could be one (a live reader of "one\n" waits for nothing).
         self._small: Prefilter | None = None
+        self._fast: Prefilter | None = None
         self._firsts = frozenset(lit[0] for lit in self.literals)
         self._starts = frozenset(lit[:k] for lit in self.literals for k in range(1, len(lit)))
+
+    def fast_prefilter(self) -> Prefilter:
+        """The engine a stream moves to past LARGE bytes: compiled once for the
+        rule set, each stream with scratch space of its own (Hyperscan)."""
+        if self._fast is None:
+            self._fast = fastest(self.literals, self.word_start)
+        sharing = getattr(self._fast, "sharing", None)
+        return sharing() if sharing is not None else self._fast
 
     def small_prefilter(self) -> Prefilter:
         """The engine a stream starts on (no import, no compile: built once here)."""
@@ -134,7 +143,7 @@ class StreamRedactor:
         reused buffer: what is returned must be used before the next feed."""
         self._fed += len(data)
         if not self._fast and self._fed > LARGE and self._rules.literals:
-            self._pre, self._fast = fastest(self._rules.literals, self._rules.word_start), True
+            self._pre, self._fast = self._rules.fast_prefilter(), True
         return self._run(data, final=False)
 
     def finish(self) -> bytes:
