@@ -18,18 +18,27 @@ the last row naming it goes: every transaction that adds or drops a reference
 to a pack first locks the row of the artifact whose id starts the pack's key (its
 origin), so "is anyone still using it?" has one answer at a time, on PostgreSQL
 as on SQLite.
+
+A scrub (``redact --scrub``) is the same rewrite with the redactor in the
+stream and no frame shared with what was stored, so that no blob that held a
+secret stays named; ``rehome`` rewrites the others that named those blobs.
+About 420 lines because the three are one rewrite (read, frame, pack, swap)
+with three policies, and the swap's locking is easiest to check in one place.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
 
+from . import audit
 from .blob_refs import lock_origins, named
 from .blobs.keys import segment_key
 from .content import Content
@@ -40,6 +49,9 @@ from .frames import FRAME_BYTES, encode
 from .newlines import count_newlines
 from .records import GONE_STATES
 from .usage import bump_usage, charged
+
+Transform = Callable[[Iterator[bytes]], Iterator[bytes]]
+"""A rewrite of a stream that keeps every length (a scrub's redactor)."""
 
 FRAMES_PER_PACK = 32
 """A pack holds up to 8 MiB of logical bytes: a bounded buffer, one PUT on S3."""
@@ -114,11 +126,50 @@ class Compactor(Part):
     def compact(self, artifact_id: str, report: CompactionReport | None = None) -> bool:
         """Rewrite one ended artifact as frames; False when there was nothing to do
         or it changed meanwhile (then nothing it wrote is left behind)."""
-        report = report if report is not None else CompactionReport()
+        return self._rewrite(artifact_id, report or CompactionReport(), None) is not None
+
+    def scrub(
+        self, artifact_id: str, transform: Transform, audit_details: dict[str, Any], actor: str
+    ) -> list[str] | None:
+        """Rewrite an ended artifact's bytes through ``transform`` (which keeps
+        every length: the redactor masks a secret at its own length), compacted or
+        not, into frames of its own: no frame is shared with what was stored, so
+        no blob that held the old bytes is named by it. Recorded in the audit log.
+        Returns the old blobs another artifact still names (their holders must be
+        rewritten too before those bytes are gone), or None if it changed meanwhile."""
+        return self._rewrite(
+            artifact_id, CompactionReport(), transform, scrub=(actor, audit_details)
+        )
+
+    def rehome(self, artifact_id: str) -> list[str] | None:
+        """Rewrite an artifact's frames into blobs of its own (same bytes): done to
+        the others that named a scrubbed artifact's old blobs, so those can go."""
+        return self._rewrite(
+            artifact_id, CompactionReport(), lambda chunks: chunks, scrub=("system:scrub", None)
+        )
+
+    def holders(self, keys: list[str]) -> list[str]:
+        """The artifacts whose rows name any of these blobs."""
+        with self._read() as s:
+            return sorted(
+                set(
+                    s.execute(
+                        select(Segment.artifact_id).where(Segment.blob_key.in_(keys))
+                    ).scalars()
+                )
+            )
+
+    def _rewrite(
+        self,
+        artifact_id: str,
+        report: CompactionReport,
+        transform: Transform | None,
+        scrub: tuple[str, dict[str, Any] | None] | None = None,
+    ) -> list[str] | None:
         with self._read() as s:
             row = s.get(Artifact, artifact_id)
-            if not _compactable(row):
-                return False
+            if not _compactable(row, again=scrub is not None):
+                return None
             assert row is not None
             owner, size, lines = row.owner, row.size_bytes, row.line_count
 
@@ -126,11 +177,19 @@ class Compactor(Part):
             return _Vanished()
 
         content = Content(self._ctx.db, self.blobs, artifact_id, size, lines, vanished)
+        chunks = content.iter_range(0, size)
+        hasher = hashlib.sha256()
         frames: list[_Frame] = []
         packs: list[str] = []
         try:
-            self._write_frames(artifact_id, owner, content, frames, packs)
-            done = self._swap(artifact_id, owner, size, frames)
+            source = transform(chunks) if transform is not None else chunks
+            self._write_frames(
+                artifact_id, owner, _hashed(source, hasher), frames, packs, share=scrub is None
+            )
+            after = None if scrub is None else _scrubbed(scrub, hasher)
+            done = self._swap(
+                artifact_id, owner, size, frames, again=scrub is not None, after=after
+            )
         except _Vanished:
             self._unreadable.add(artifact_id)
             done = None
@@ -139,15 +198,15 @@ class Compactor(Part):
         if done is None:
             report.skipped += 1
             self._forget(packs)
-            return False
-        old_keys, stored = done
-        self._forget(old_keys)
+            return None
+        unnamed, still, stored = done
+        self._forget(unnamed)
         report.compacted += 1
         report.logical_bytes += size
         report.stored_bytes += stored
         report.shared_frames += sum(f.shared for f in frames)
         report.ids.append(artifact_id)
-        return True
+        return still
 
     # -- writing the frames --------------------------------------------------------------
 
@@ -155,26 +214,29 @@ class Compactor(Part):
         self,
         artifact_id: str,
         owner: str,
-        content: Content,
+        chunks: Iterator[bytes],
         frames: list[_Frame],
         packs: list[str],
+        *,
+        share: bool,
     ) -> None:
-        """Frames of ``content`` into ``frames``; the packs written into ``packs``
-        (so a failure can give them back). Memory: one pack's frames."""
+        """Frames of ``chunks`` into ``frames``; the packs written into ``packs``
+        (so a failure can give them back). Memory: one pack's frames. ``share``:
+        a frame the owner already stores elsewhere is named, not written."""
         mine: dict[str, _Frame] = {}  # this artifact's frames by digest
         batch: list[tuple[_Frame, bytes]] = []
         line_offset = 0
-        for offset, data in _frames_of(content):
+        for offset, data in _frames_of(chunks):
             n = count_newlines(data)
             frame = _Frame(offset, len(data), hashlib.sha256(data).hexdigest(), line_offset, n)
             line_offset += n
             batch.append((frame, data))
             if len(batch) == FRAMES_PER_PACK:
-                self._store_batch(artifact_id, owner, batch, mine, packs)
+                self._store_batch(artifact_id, owner, batch, mine, packs, share)
                 frames.extend(f for f, _ in batch)
                 batch = []
         if batch:
-            self._store_batch(artifact_id, owner, batch, mine, packs)
+            self._store_batch(artifact_id, owner, batch, mine, packs, share)
             frames.extend(f for f, _ in batch)
 
     def _store_batch(
@@ -184,8 +246,10 @@ class Compactor(Part):
         batch: list[tuple[_Frame, bytes]],
         mine: dict[str, _Frame],
         packs: list[str],
+        share: bool,
     ) -> None:
-        known = self._owned_frames(owner, {f.digest for f, _ in batch} - mine.keys())
+        wanted = {f.digest for f, _ in batch} - mine.keys()
+        known = self._owned_frames(owner, wanted) if share else {}
         pack = bytearray()
         key = segment_key(artifact_id, batch[0][0].offset, secrets.token_hex(4))
         for frame, data in batch:
@@ -234,35 +298,52 @@ class Compactor(Part):
     # -- the swap ------------------------------------------------------------------------
 
     def _swap(
-        self, artifact_id: str, owner: str, size: int, frames: list[_Frame]
-    ) -> tuple[list[str], int] | None:
-        """Replace the artifact's rows with ``frames`` if it is still as it was read;
-        returns the raw blobs to delete and the bytes its own packs hold."""
+        self,
+        artifact_id: str,
+        owner: str,
+        size: int,
+        frames: list[_Frame],
+        *,
+        again: bool,
+        after: Callable[[Session, Artifact, datetime], None] | None,
+    ) -> tuple[list[str], list[str], int] | None:
+        """Replace the artifact's rows with ``frames`` if it is still as it was read.
+        Returns the old blobs no row names now (to delete), those another artifact
+        still names, and the bytes its own new blobs hold."""
         now = self.clock.now()
         shared = {f.key for f in frames if f.shared}
+        old_keys = self._keys_of(artifact_id)
         with self._write() as s:
-            lock_origins(s, {artifact_id, *shared})
+            lock_origins(s, {artifact_id, *shared, *old_keys})
             row = s.get(Artifact, artifact_id)
-            if not _compactable(row) or row is None or row.size_bytes != size:
+            if not _compactable(row, again=again) or row is None or row.size_bytes != size:
                 return None
+            if self._keys_of(artifact_id, s) != old_keys:
+                return None  # rewritten meanwhile
             # Each shared pack must still be named by a row: under its origin's
             # lock, no purge can be deleting it now.
             if shared and named(s, sorted(shared)) != shared:
                 return None
-            old_keys = list(
-                dict.fromkeys(
-                    s.execute(
-                        select(Segment.blob_key).where(Segment.artifact_id == artifact_id)
-                    ).scalars()
-                )
-            )
             s.execute(delete(Segment).where(Segment.artifact_id == artifact_id))
             s.add_all(_rows(artifact_id, frames, now))
             stored = sum(f.stored_size for f in frames if not (f.shared or f.repeat))
             bump_usage(s, owner, stored - charged(row.stored_bytes, row.size_bytes), 0)
             row.stored_bytes = stored
             row.segment_count = len(frames)
-        return old_keys, stored
+            if after is not None:
+                after(s, row, now)
+            s.flush()
+            still = named(s, old_keys)
+        unnamed = [k for k in old_keys if k not in still]
+        return unnamed, sorted(still), stored
+
+    def _keys_of(self, artifact_id: str, s: Session | None = None) -> list[str]:
+        """The blobs an artifact's rows name, in order."""
+        query = select(Segment.blob_key).where(Segment.artifact_id == artifact_id)
+        if s is not None:
+            return sorted(set(s.execute(query).scalars()))
+        with self._read() as own:
+            return sorted(set(own.execute(query).scalars()))
 
     def _forget(self, keys: list[str]) -> None:
         """Delete blobs no row names (a failure leaves them to the orphan pass)."""
@@ -273,14 +354,37 @@ class Compactor(Part):
                 pass
 
 
-def _compactable(row: Artifact | None) -> bool:
-    """Ended, not gone, not compacted yet."""
+def _compactable(row: Artifact | None, *, again: bool = False) -> bool:
+    """Ended, not gone, and not compacted yet (``again``: compacted or not)."""
     return (
         row is not None
-        and row.stored_bytes is None
+        and (again or row.stored_bytes is None)
         and row.state not in GONE_STATES
         and row.state != "writing"
     )
+
+
+def _hashed(chunks: Iterable[bytes], hasher: Any) -> Iterator[bytes]:
+    for chunk in chunks:
+        hasher.update(chunk)
+        yield chunk
+
+
+def _scrubbed(
+    scrub: tuple[str, dict[str, Any] | None], hasher: Any
+) -> Callable[[Session, Artifact, datetime], None]:
+    """What a scrub records with its swap: the new bytes' sha256 (where the
+    artifact had one) and, when something was masked, an audit entry."""
+    actor, details = scrub
+
+    def after(s: Session, row: Artifact, now: datetime) -> None:
+        if row.sha256 is not None:
+            row.sha256 = hasher.hexdigest()
+        if details is not None:
+            row.updated_at = now
+            audit.record(s, now, actor, "scrub", artifact_id=row.id, owner=row.owner, **details)
+
+    return after
 
 
 def _rows(artifact_id: str, frames: list[_Frame], now: datetime) -> Iterator[Segment]:
@@ -301,11 +405,11 @@ def _rows(artifact_id: str, frames: list[_Frame], now: datetime) -> Iterator[Seg
         )
 
 
-def _frames_of(content: Content) -> Iterator[tuple[int, bytes]]:
-    """(offset, bytes) of each FRAME_BYTES piece of the content, in order."""
+def _frames_of(chunks: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+    """(offset, bytes) of each FRAME_BYTES piece of the stream, in order."""
     buf = bytearray()
     at = 0
-    for chunk in content.iter_range(0, content.size):
+    for chunk in chunks:
         view = memoryview(chunk)
         while view:
             take = view[: FRAME_BYTES - len(buf)]

@@ -37,7 +37,9 @@ def _codec() -> ModuleType:
 
 def encode(data: bytes | memoryview, level: int) -> tuple[str | None, bytes]:
     """The frame as stored: ``("zstd", compressed)``, or ``(None, raw)`` when
-    compressing would not save a byte."""
+    compressing would not save a byte (or ``level`` is 0: compression off)."""
+    if level <= 0:
+        return None, bytes(data)
     packed: bytes = _codec().compress(data, level=level)
     if len(packed) < len(data):
         return ZSTD, packed

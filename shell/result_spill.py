@@ -128,13 +128,18 @@ class LegacyResultFile(CappedFile):
 
 
 def sweep_old_result_files(
-    max_age_days: float, root: str | None = None, tmpdir: str | None = None
+    max_age_days: float,
+    root: str | None = None,
+    tmpdir: str | None = None,
+    *,
+    now: float | None = None,
 ) -> int:
-    """Delete legacy result files older than the cutoff, under the configured root
-    and every ``dsh-spill-XXXXXX`` root of ours in the temp dir. Never raises."""
+    """Delete legacy result files older than the cutoff (never one a running
+    process holds open), under the configured root and every ``dsh-spill-XXXXXX``
+    root of ours in the temp dir. Never raises."""
     if max_age_days <= 0:
         return 0
-    cutoff = time.time() - max_age_days * 86400
+    cutoff = (time.time() if now is None else now) - max_age_days * 86400
     roots: list[str] = [root] if root else []
     for base in [tmpdir or tempfile.gettempdir(), *roots]:
         try:
@@ -143,6 +148,9 @@ def sweep_old_result_files(
             continue  # a configured root not made yet
         except OSError as exc:
             log.warning("result sweep: cannot list %s: %s", base, exc.strerror)
+    from .open_files import open_files
+
+    held = open_files()
     removed = 0
     for path in roots:
         if not _ours(path):
@@ -155,7 +163,7 @@ def sweep_old_result_files(
         for session in sessions:
             if not _ours(session):
                 continue
-            removed += sweep_dir(session, cutoff, RESULT_NAME)
+            removed += sweep_dir(session, cutoff, RESULT_NAME, held)
             try:
                 os.rmdir(session)  # only succeeds when empty
             except OSError:

@@ -143,12 +143,18 @@ def close_fd(fd: int) -> None:
     os.close(fd)
 
 
-def sweep_old_spill_files(max_age_days: float, tmpdir: str | None = None) -> int:
-    """Delete legacy spill files older than the cutoff. Never raises; returns count."""
+def sweep_old_spill_files(
+    max_age_days: float, tmpdir: str | None = None, *, now: float | None = None
+) -> int:
+    """Delete legacy spill files older than the cutoff, never one a running process
+    holds open. Never raises; returns count. ``now``: the clock (tests)."""
     if max_age_days <= 0:
         return 0
+    from .open_files import open_files
+
+    held = open_files()
     removed = 0
-    cutoff = time.time() - max_age_days * 86400
+    cutoff = (time.time() if now is None else now) - max_age_days * 86400
     base = tmpdir or temp_dir()
     try:
         entries = list(os.scandir(base))
@@ -172,7 +178,7 @@ def sweep_old_spill_files(max_age_days: float, tmpdir: str | None = None) -> int
         if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
             _log().warning("spill sweep: skipping %s: writable by others", entry.path)
             continue
-        removed += sweep_dir(entry.path, cutoff, SPILL_NAME)
+        removed += sweep_dir(entry.path, cutoff, SPILL_NAME, held)
         if own_dir is None or entry.path != own_dir:
             try:
                 os.rmdir(entry.path)  # only succeeds when empty
@@ -184,10 +190,16 @@ def sweep_old_spill_files(max_age_days: float, tmpdir: str | None = None) -> int
 SPILL_NAME = re.compile(rf"{PREFIX}[0-9]+-[0-9]+-[0-9a-f]{{12}}-[a-z]+\.log\Z")
 
 
-def sweep_dir(path: str, cutoff: float, shaped: re.Pattern[str]) -> int:
+def sweep_dir(
+    path: str, cutoff: float, shaped: re.Pattern[str], held: set[tuple[int, int]] | None = None
+) -> int:
     """Delete regular files in ``path`` older than ``cutoff`` — only those named as
     overspill names them (``shaped``) and owned by the effective user: a directory
-    that looks like ours may still hold someone else's file."""
+    that looks like ours may still hold someone else's file; never one in ``held``
+    (open in a running process). A file's age is from the newer of its
+    modification and change times: ``touch -d``, ``cp -p`` or an unpacked archive
+    can set the first back, never the second, so a file made today is never
+    taken for an old one."""
     removed = 0
     euid = os.geteuid()
     try:
@@ -206,7 +218,9 @@ def sweep_dir(path: str, cutoff: float, shaped: re.Pattern[str]) -> int:
                         "spill sweep: skipping %s/%s: not a regular file of ours", path, name
                     )
                     continue
-                if st.st_mtime < cutoff:
+                if held and (st.st_dev, st.st_ino) in held:
+                    continue  # a process still has it open
+                if max(st.st_mtime, st.st_ctime) < cutoff:
                     os.unlink(name, dir_fd=dfd)
                     removed += 1
             except OSError as exc:

@@ -172,8 +172,8 @@ def test_a_delete_during_compaction_wins_and_nothing_is_left(
     artifact_id = write_artifact(store, _log(20_000, seed=8))
     real = Compactor._write_frames
 
-    def then_delete(self: Compactor, *args: Any) -> None:
-        real(self, *args)
+    def then_delete(self: Compactor, *args: Any, **kwargs: Any) -> None:
+        real(self, *args, **kwargs)
         store.delete(ALICE, artifact_id)
 
     monkeypatch.setattr(Compactor, "_write_frames", then_delete)

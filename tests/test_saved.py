@@ -179,11 +179,13 @@ def _private_session(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_the_startup_sweep_only_deletes_old_regular_files_in_session_dirs(tmp_path: Path) -> None:
     root, session = _private_session(tmp_path)
-    old = time.time() - 40 * 86400
+    old = time.time() - 40 * 86400  # an mtime set back does not make a file old (ctime)
+    later = time.time() + 40 * 86400  # so the sweeps run then
     stale, fresh = session / "aaaaaaaaaaaa-old.txt", session / "bbbbbbbbbbbb-new.txt"
     stale.write_text("old")
     fresh.write_text("new")
     os.utime(stale, (old, old))
+    os.utime(fresh, (later, later))  # written "then": not old
     outside = root / "notes.txt"  # not in a session directory: never touched
     outside.write_text("keep")
     os.utime(outside, (old, old))
@@ -197,7 +199,7 @@ def test_the_startup_sweep_only_deletes_old_regular_files_in_session_dirs(tmp_pa
     gone = lonely / "dddddddddddd-x"
     gone.write_text("x")
     os.utime(gone, (old, old))
-    assert sweep_old_result_files(30, tmpdir=str(tmp_path)) == 2
+    assert sweep_old_result_files(30, tmpdir=str(tmp_path), now=later) == 2
     assert not stale.exists() and fresh.exists() and outside.exists() and link.is_symlink()
     assert elsewhere.read_text() == "keep" and not lonely.exists()  # emptied, then pruned
     assert sweep_old_result_files(0, tmpdir=str(tmp_path)) == 0  # 0 disables
@@ -210,9 +212,10 @@ def test_the_sweep_skips_roots_writable_by_others(tmp_path: Path) -> None:
     root.chmod(0o777)
     victim = session / "aaaaaaaaaaaa-x"
     victim.write_text("x")
-    old = time.time() - 40 * 86400
+    old = time.time() - 40 * 86400  # an mtime set back does not make a file old (ctime)
+    later = time.time() + 40 * 86400  # so the sweeps run then
     os.utime(victim, (old, old))
-    assert sweep_old_result_files(30, tmpdir=str(tmp_path)) == 0 and victim.exists()
+    assert sweep_old_result_files(30, tmpdir=str(tmp_path), now=later) == 0 and victim.exists()
 
 
 def test_the_preview_buffer_keeps_only_its_bound() -> None:
@@ -255,7 +258,8 @@ def test_a_session_dir_open_to_others_is_refused_not_chmodded(
 
 def test_the_sweep_deletes_only_files_shaped_and_owned_as_ours(tmp_path: Path) -> None:
     _, session = _private_session(tmp_path)
-    old = time.time() - 40 * 86400
+    old = time.time() - 40 * 86400  # an mtime set back does not make a file old (ctime)
+    later = time.time() + 40 * 86400  # so the sweeps run then
     ours, odd, foreign = (
         session / "aaaaaaaaaaaa-report.log",
         session / "draft.txt",
@@ -266,7 +270,7 @@ def test_the_sweep_deletes_only_files_shaped_and_owned_as_ours(tmp_path: Path) -
         os.utime(path, (old, old))
     if os.geteuid() == 0:
         os.chown(foreign, 65534, 65534)
-    removed = sweep_old_result_files(30, tmpdir=str(tmp_path))
+    removed = sweep_old_result_files(30, tmpdir=str(tmp_path), now=later)
     assert not ours.exists() and odd.exists()
     if os.geteuid() == 0:
         assert removed == 1 and foreign.exists()
@@ -282,9 +286,11 @@ def test_the_sweep_reaches_private_roots_made_inside_a_shared_configured_root(
     shared.chmod(0o1777)
     stale = session / "cccccccccccc-x.txt"
     stale.write_text("x")
-    old = time.time() - 40 * 86400
+    old = time.time() - 40 * 86400  # an mtime set back does not make a file old (ctime)
+    later = time.time() + 40 * 86400  # so the sweeps run then
     os.utime(stale, (old, old))
-    assert sweep_old_result_files(30, root=str(shared), tmpdir=str(tmp_path / "t")) == 1
+    done = sweep_old_result_files(30, root=str(shared), tmpdir=str(tmp_path / "t"), now=later)
+    assert done == 1
 
 
 def test_a_long_or_control_character_name_still_saves(backend: StoreClient) -> None:

@@ -244,7 +244,10 @@ def test_spill_creation_never_follows_a_symlink(tmp_path: Path) -> None:
 
 
 def test_the_sweep_deletes_only_old_files_of_ours_in_private_dirs(tmp_path: Path) -> None:
-    old = time.time() - 40 * 86400
+    # A file's age is from the newer of its mtime and ctime, and no one can set a
+    # ctime back: so the sweep runs 40 days from now, and the files meant to be
+    # new carry an mtime of then.
+    later = time.time() + 40 * 86400
 
     def name(n: int) -> str:
         return f"dsh-subprocess-{4000 + n}-{n}-{n:012x}-stdout.log"
@@ -256,20 +259,16 @@ def test_the_sweep_deletes_only_old_files_of_ours_in_private_dirs(tmp_path: Path
     (good / "notes.txt").write_bytes(b"not named as a spill file: never touched")
     (good / name(3)).write_bytes(b"someone else's")
     os.symlink("/etc/passwd", good / name(4))
-    for n in (1, 3):
-        os.utime(good / name(n), (old, old))
-    os.utime(good / "notes.txt", (old, old))
-    os.utime(good / name(4), (old, old), follow_symlinks=False)
+    os.utime(good / name(2), (later, later))  # written "then": not old
     if os.geteuid() == 0:
         os.chown(good / name(3), 65534, 65534)
     shared = tmp_path / "dsh-subprocess-shared"
     shared.mkdir()
     shared.chmod(0o777)
     (shared / name(5)).write_bytes(b"z")
-    os.utime(shared / name(5), (old, old))
     linked = tmp_path / "dsh-subprocess-linked"
     os.symlink(good, linked)
-    assert sweep_old_spill_files(30, str(tmp_path)) == (1 if os.geteuid() == 0 else 2)
+    assert sweep_old_spill_files(30, str(tmp_path), now=later) == (1 if os.geteuid() == 0 else 2)
     assert not (good / name(1)).exists()
     assert (good / name(2)).exists() and os.path.islink(good / name(4))
     assert (good / "notes.txt").exists() and (shared / name(5)).exists()
@@ -277,6 +276,41 @@ def test_the_sweep_deletes_only_old_files_of_ours_in_private_dirs(tmp_path: Path
         assert (good / name(3)).exists()  # owned by another user
     assert sweep_old_spill_files(0, str(tmp_path)) == 0
     assert sweep_old_spill_files(30, str(tmp_path / "missing")) == 0
+
+
+def test_a_spill_file_with_a_back_dated_mtime_or_held_open_is_not_old(tmp_path: Path) -> None:
+    """``touch -d``, ``cp -p`` or an unpacked archive set an mtime back, never a
+    ctime: a file made today is not swept as a month old; and a file a process
+    still holds open is never swept, however old."""
+    import subprocess
+    import sys
+
+    own = tmp_path / "dsh-subprocess-own"
+    own.mkdir(mode=0o700)
+    made_today = own / "dsh-subprocess-4001-1-00000000000a-stdout.log"
+    made_today.write_bytes(b"today")
+    month_ago = time.time() - 40 * 86400
+    os.utime(made_today, (month_ago, month_ago))
+    assert sweep_old_spill_files(30, str(tmp_path)) == 0 and made_today.exists()
+    held = own / "dsh-subprocess-4002-2-00000000000b-stdout.log"
+    held.write_bytes(b"still written")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys,time; f=open(sys.argv[1]); print(1, flush=True); time.sleep(60)",
+            str(held),
+        ],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"1\n"
+        later = time.time() + 40 * 86400
+        assert sweep_old_spill_files(30, str(tmp_path), now=later) == 1  # made_today only
+        assert held.exists() and not made_today.exists()
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="making another user's directory needs root")

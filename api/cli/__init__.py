@@ -4,7 +4,7 @@
 every verb receives (``api.cli.context``) and is the one place an error
 becomes one line on stderr and a non-zero exit. The verbs live in modules by
 group: ``run``; ``read`` (put, cat, grep, info, ls); ``manage`` (rm, pin,
-retain); ``admin`` (usage, token, retention, cleanup, audit, db); ``adopt``;
+retain); ``admin`` (usage, token, retention, cleanup, redact, audit, db); ``adopt``;
 ``serving`` (serve, server, mcp). Only overspill's own errors and the CLI's are caught
 here: anything else is a bug and keeps its traceback.
 """
@@ -75,6 +75,7 @@ VERBS = {
     "retention": "admin",
     "cleanup": "admin",
     "adopt": "adopt",
+    "redact": "admin",
     "audit": "admin",
     "db": "admin",
     "serve": "serving",

@@ -80,6 +80,19 @@ def register(sub: Any) -> None:
     clean.add_argument("--json", action="store_true", help="the report as JSON")
     clean.set_defaults(func=cmd_cleanup)
 
+    red = sub.add_parser(
+        "redact",
+        help="mask what is already stored with the current rules (--scrub)",
+        description="Read every stored output through the current redaction rules and "
+        "patterns; rewrite each one a secret is found in, masked, and delete its old bytes "
+        "(each rewrite is in the audit log).",
+    )
+    red.add_argument("--scrub", action="store_true", help="rewrite stored outputs (required)")
+    red.add_argument("--owner", help="only this owner's outputs")
+    red.add_argument("--dry-run", action="store_true", help="say what would be rewritten")
+    red.add_argument("--json", action="store_true", help="the report as JSON")
+    red.set_defaults(func=cmd_redact)
+
     aud = sub.add_parser("audit", help="the audit log, newest first (admin)")
     aud.add_argument("--artifact", help="only this artifact's events")
     aud.add_argument("--owner", help="only this owner's")
@@ -279,6 +292,40 @@ def cmd_cleanup(ctx: CliContext, args: argparse.Namespace) -> int:
     for err in r["errors"]:
         print(f"overspill: cleanup error: {err}", file=sys.stderr)
     return EXIT_ERROR if r["errors"] else 0
+
+
+def cmd_redact(ctx: CliContext, args: argparse.Namespace) -> int:
+    if not args.scrub:
+        raise CliError("redact rewrites stored outputs only when told: add --scrub")
+    api = ApiCalls(ctx.client())
+    total: dict[str, Any] = {"scanned": 0, "scanned_bytes": 0, "rewritten": 0, "secrets": 0}
+    total.update(rehomed=0, skipped=0, rules={}, artifact_ids=[])
+    after = None
+    while True:  # a page per call: each request is bounded
+        page = api.scrub(dry_run=args.dry_run, owner=args.owner, after=after, limit=200)
+        for key in ("scanned", "scanned_bytes", "rewritten", "secrets", "rehomed", "skipped"):
+            total[key] += page[key]
+        for rule, n in page["rules"].items():
+            total["rules"][rule] = total["rules"].get(rule, 0) + n
+        total["artifact_ids"] += page["artifact_ids"][: 100 - len(total["artifact_ids"])]
+        after = page["next_after"]
+        if after is None:
+            break
+    if args.json:
+        print(json.dumps({"dry_run": args.dry_run, **total}))
+        return 0
+    verb = "would rewrite" if args.dry_run else "rewrote"
+    rules = ", ".join(f"{rule} {n}" for rule, n in sorted(total["rules"].items()))
+    print(
+        f"read {total['scanned']} outputs ({format_bytes(total['scanned_bytes'])}); "
+        f"{verb} {total['rewritten']} holding {total['secrets']} secrets"
+        + (f" ({rules})" if rules else "")
+        + (f"; {total['rehomed']} sharing their bytes rewritten too" if total["rehomed"] else "")
+        + (f"; {total['skipped']} changed meanwhile, run again" if total["skipped"] else "")
+    )
+    for artifact_id in total["artifact_ids"]:
+        print(artifact_id)
+    return 0
 
 
 def cmd_audit(ctx: CliContext, args: argparse.Namespace) -> int:

@@ -26,6 +26,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from overspill.shell.open_files import open_files
+
 _DEPTH = 6  # directories below a source's root
 
 
@@ -168,28 +170,3 @@ def _is_dir(path: Path) -> bool:
         return stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
         return False
-
-
-def open_files() -> set[tuple[int, int]]:
-    """(device, inode) of every regular file some process other than this one
-    holds open (processes whose fds cannot be read are not seen)."""
-    me = str(os.getpid())
-    held: set[tuple[int, int]] = set()
-    try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit() and p != me]
-    except OSError:
-        return held
-    for pid in pids:
-        fd_dir = f"/proc/{pid}/fd"
-        try:
-            fds = os.listdir(fd_dir)
-        except OSError:
-            continue
-        for fd in fds:
-            try:
-                st = os.stat(f"{fd_dir}/{fd}")
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                held.add((st.st_dev, st.st_ino))
-    return held

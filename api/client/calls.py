@@ -168,6 +168,10 @@ class ApiCalls:
         answer: JSON = self.http.json("POST", "/v1/admin/cleanup", json_body={"dry_run": dry_run})
         return answer
 
+    def scrub(self, **body: Any) -> JSON:
+        answer: JSON = self.http.json("POST", "/v1/admin/scrub", json_body=body)
+        return answer
+
     def audit(self, **filters: Any) -> builtins.list[JSON]:
         answer: builtins.list[JSON] = self.http.json("GET", "/v1/admin/audit", params=filters)
         return answer

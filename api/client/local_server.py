@@ -58,12 +58,21 @@ class LocalServerUnavailable(StorageUnavailable):
 
 def fingerprint(settings: Settings) -> str:
     """What a server's store is: a server of the same home with other storage
-    settings (another database, another blob URL) is not the one to use. A
-    64-bit FNV-1a of the settings: equal settings, equal prints (and no
-    password in the clear), without importing hashlib into every verb."""
-    s = settings.store
+    settings (another database, another blob URL), or masking with other
+    redaction rules than this verb's, is not the one to use. A 64-bit FNV-1a of
+    the settings: equal settings, equal prints (and no password in the clear),
+    without importing hashlib into every verb."""
+    s, r = settings.store, settings.shell
     what = "\n".join(
-        (os.path.abspath(s.home), s.database_url or "", s.blob_url or "", s.s3_endpoint_url or "")
+        (
+            os.path.abspath(s.home),
+            s.database_url or "",
+            s.blob_url or "",
+            s.s3_endpoint_url or "",
+            str(r.redact),
+            r.redact_disable,
+            r.redact_patterns,
+        )
     )
     h = 0xCBF29CE484222325
     for byte in what.encode():

@@ -18,6 +18,7 @@ from overspill.artifacts.sweeper import SweepReport
 from overspill.artifacts.tokens import IssuedToken, TokenInfo
 
 from ...cleanup import run_cleanup
+from ...scrub import ScrubReport, scrub_page
 from ..deps import AdminDep, StoreDep
 from ..errors import RESPONSES, ErrorBody
 
@@ -180,6 +181,31 @@ def cleanup(
     """Run the sweeper once (dry run by default) and report what was (or would be)
     deleted, the bytes freed and any errors."""
     return run_cleanup(store, request.app.state.settings.shell, dry_run=body.dry_run)
+
+
+class ScrubRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    dry_run: bool = True
+    owner: str | None = Field(None, max_length=200, description="Only this owner's outputs")
+    after: str | None = Field(None, max_length=40, description="Resume after this id")
+    limit: int = Field(100, ge=1, le=1000, description="Outputs read by this call")
+
+
+@router.post("/scrub", response_model=ScrubReport)
+def scrub(body: ScrubRequest, request: Request, store: StoreDep, admin: AdminDep) -> ScrubReport:
+    """Mask what is already stored with the current rules and patterns: one page
+    of outputs per call (dry run by default); each one a secret is found in is
+    rewritten and its old bytes deleted, with an audit entry."""
+    return scrub_page(
+        store,
+        request.app.state.redaction,
+        owner=body.owner,
+        after=body.after,
+        limit=body.limit,
+        dry_run=body.dry_run,
+        actor=admin.name,
+    )
 
 
 @router.get("/audit", response_model=list[AuditEntry])
