@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +160,24 @@ def short_complete(store: ArtifactStore) -> list[str]:
         if not page.next_cursor:
             return bad
         cursor = page.next_cursor
+
+
+@contextmanager
+def held_open(path: Path) -> Iterator[None]:
+    """``path`` held open by another process (as a tool still writing it would)
+    for the duration of the block."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys,time; f=open(sys.argv[1],'ab'); print(1,flush=True); time.sleep(120)",
+            str(path),
+        ],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"1\n"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()

@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import cli_env, run_cli
+from tests.helpers import cli_env, held_open, run_cli
 
 
 class Home:
@@ -123,24 +122,11 @@ def test_without_remove_the_originals_stay(machine: Home) -> None:
 
 def test_a_file_a_process_holds_open_is_passed_over(machine: Home) -> None:
     path = machine.put(LEFTOVERS["claude-code"], b"still being written\n")
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys,time; f=open(sys.argv[1],'ab'); print(1,flush=True); time.sleep(60)",
-            str(path),
-        ],
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == b"1\n"
+    with held_open(path):
         done = machine.adopt("--remove", "--dry-run", "--json")
         assert {"path": str(path), "skipped": "open in a running process"} in _rows(done.stdout)
         done = machine.adopt("--remove")
         assert done.returncode == 0 and path.exists()
-    finally:
-        holder.kill()
-        holder.wait()
     assert "1 files" in machine.adopt("--remove").stderr.decode() and not path.exists()
 
 

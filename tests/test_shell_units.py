@@ -282,8 +282,7 @@ def test_a_spill_file_with_a_back_dated_mtime_or_held_open_is_not_old(tmp_path: 
     """``touch -d``, ``cp -p`` or an unpacked archive set an mtime back, never a
     ctime: a file made today is not swept as a month old; and a file a process
     still holds open is never swept, however old."""
-    import subprocess
-    import sys
+    from tests.helpers import held_open
 
     own = tmp_path / "dsh-subprocess-own"
     own.mkdir(mode=0o700)
@@ -294,23 +293,10 @@ def test_a_spill_file_with_a_back_dated_mtime_or_held_open_is_not_old(tmp_path: 
     assert sweep_old_spill_files(30, str(tmp_path)) == 0 and made_today.exists()
     held = own / "dsh-subprocess-4002-2-00000000000b-stdout.log"
     held.write_bytes(b"still written")
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys,time; f=open(sys.argv[1]); print(1, flush=True); time.sleep(60)",
-            str(held),
-        ],
-        stdout=subprocess.PIPE,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline() == b"1\n"
+    with held_open(held):
         later = time.time() + 40 * 86400
         assert sweep_old_spill_files(30, str(tmp_path), now=later) == 1  # made_today only
         assert held.exists() and not made_today.exists()
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="making another user's directory needs root")
