@@ -78,3 +78,7 @@ MIN_PREVIEW_BUDGET = 2_000
 MAX_PREVIEW_BUDGET = 1_000_000
 DEFAULT_PREVIEW_BUDGET = 50_000
 MAX_MEDIA_TYPE_CHARS = 200
+
+TOKEN_CACHE_S = 2.0
+"""How long a server trusts what it looked up about a token (a revocation made
+by another process reaches it within this)."""

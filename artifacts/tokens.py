@@ -25,6 +25,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from . import audit
+from .bounds import TOKEN_CACHE_S
 from .clock import Clock
 from .db.models import ApiToken, ServerKey
 from .db.unit import Database
@@ -37,7 +38,7 @@ _LAST_USED_RESOLUTION = timedelta(seconds=60)  # avoid a write on every request
 # How long this process trusts what it last read of a token. A request then
 # costs a hash and a dict lookup, not a query; a token revoked elsewhere (another
 # API process) stops working here within this many seconds.
-CACHE_S = 2.0
+CACHE_S = TOKEN_CACHE_S
 _CACHE_MAX = 10_000
 
 

@@ -199,3 +199,33 @@ def test_a_password_in_the_server_url_is_never_printed() -> None:
         done = _cli(f"http://u:s3cr3t@127.0.0.1:{port}", "tok_x", *verb)
         err = done.stderr.decode() + done.stdout.decode()
         assert "s3cr3t" not in err and f"127.0.0.1:{port} unreachable" in err, err
+
+
+def test_a_token_revoked_by_another_process_is_refused_within_the_window_said(
+    tmp_path: Path,
+) -> None:
+    """The CLI revokes through its own store; a running server that has the token
+    cached refuses it within the 2 s the CLI and the README promise."""
+    import httpx
+
+    from overspill.api.server.app import create_app
+    from overspill.artifacts.bounds import TOKEN_CACHE_S
+    from overspill.artifacts.config import StoreSettings
+
+    home = tmp_path / "home"
+    store = ArtifactStore.open(StoreSettings(home=home))
+    issued = store.tokens.create("user:alice", "user")
+    try:
+        with live_server(create_app(store)) as url:
+            h = {"Authorization": f"Bearer {issued.token}"}
+            assert httpx.get(f"{url}/v1/whoami", headers=h).status_code == 200  # cached now
+            env = cli_env(OVERSPILL_HOME=home, OVERSPILL_LOCAL_SERVER="off")
+            done = run_cli(env, "token", "revoke", issued.info.id)
+            revoked_at = time.monotonic()
+            assert done.returncode == 0, done.stderr
+            assert f"within {TOKEN_CACHE_S:g} s" in done.stdout.decode()
+            while httpx.get(f"{url}/v1/whoami", headers=h).status_code == 200:
+                assert time.monotonic() - revoked_at < TOKEN_CACHE_S + 0.5
+                time.sleep(0.05)
+    finally:
+        store.close()

@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from overspill.artifacts.bounds import TOKEN_CACHE_S
 from overspill.artifacts.units import format_bytes, format_duration
 
 from ..client.calls import JSON, ApiCalls
@@ -163,7 +164,11 @@ def cmd_token(ctx: CliContext, args: argparse.Namespace) -> int:
                 "token revoke takes the token's id (tok_…), not its secret; see token list"
             )
         api.revoke_token(args.id)
-        print(f"revoked {args.id}")
+        print(
+            f"revoked {args.id}: refused at once by the server that revoked it; "
+            f"any other server that checked it in the last {TOKEN_CACHE_S:g} s "
+            f"refuses it within {TOKEN_CACHE_S:g} s"
+        )
     return 0
 
 
