@@ -60,6 +60,9 @@ class OutputCollector:
         self._head_cap = window // 2 if mode == "head_tail" else 0
         self._head = bytearray()
         self._tail = bytearray()
+        # Whether the byte before the tail's first one is a newline (the tail then
+        # starts at a line start; the stream's start counts as one).
+        self._tail_at_line = True
         self._total = 0
         self._newlines = 0  # in the whole stream: the view numbers the lines it shows
         self._lock = threading.Lock()
@@ -131,11 +134,16 @@ class OutputCollector:
             chunk = chunk[take:]
         room = self._window - self._head_cap
         if len(chunk) >= room:
+            if len(chunk) > room:
+                self._tail_at_line = chunk[len(chunk) - room - 1] == 10
+            elif self._tail:
+                self._tail_at_line = self._tail[-1] == 10
             self._tail[:] = chunk[len(chunk) - room :]  # a chunk larger than the window
         else:
             self._tail += chunk
             excess = len(self._tail) - room
             if excess > 0:
+                self._tail_at_line = self._tail[excess - 1] == 10
                 del self._tail[:excess]
 
     def _start_copies(self) -> None:
@@ -208,6 +216,15 @@ class OutputCollector:
             + tail.decode("utf-8", errors="replace")
         )
 
+    def _partial_first_line(self) -> int:
+        """The bytes of the kept tail before its first line start, when it starts
+        mid-line (0 when it starts at one, or holds no line start at all)."""
+        with self._lock:
+            if not self.truncated or self._head or self._tail_at_line:
+                return 0
+            cut = self._tail.find(b"\n")
+            return cut + 1 if 0 <= cut < len(self._tail) - 1 else 0
+
     def view(self, artifact_id: str | None, line_cap: int) -> StreamView:
         """What the model is shown of this stream (artifact render mode)."""
         with self._lock:
@@ -263,6 +280,7 @@ class OutputCollector:
         self._result = CollectedOutput(
             text=self.shown_text(),
             truncated=self.truncated,
+            skipped_bytes=self._partial_first_line(),
             total_bytes=self._total,
             artifact=artifact,
             spill_path=spill_path,

@@ -29,6 +29,10 @@ class CollectedOutput(NamedTuple):
     storage_error: str | None = None
     # "2 secrets redacted (github_token, url_password)": masked, same length.
     redacted: str | None = None
+    # A truncated tail that starts mid-line: the bytes before its first line
+    # start. ``text`` keeps them (the legacy form shows the tail as it is); the
+    # ``run --json`` text starts after them.
+    skipped_bytes: int = 0
 
 
 class ExecResult(NamedTuple):
@@ -48,6 +52,10 @@ class ExecResult(NamedTuple):
         data: dict[str, Any] = as_json(self)
         if data["timeout_ms"] is not None and float(data["timeout_ms"]).is_integer():
             data["timeout_ms"] = int(data["timeout_ms"])
+        for name in ("stdout", "stderr"):
+            stream = data[name]
+            if stream["skipped_bytes"]:  # from the first line start on
+                stream["text"] = stream["text"].split("\n", 1)[1]
         return data
 
 

@@ -489,3 +489,35 @@ def test_the_whole_block_view_equals_the_line_by_line_view(
     assert render_lines(data, 0, 1, line_cap=8, artifact_id=artifact) == render_each_line(
         data, 0, 1, line_cap=8, artifact_id=artifact
     )
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    cut=st.lists(st.integers(min_value=1, max_value=3000), min_size=1, max_size=40),
+    window=st.integers(min_value=50, max_value=2000),
+)
+def test_the_json_text_of_a_truncated_tail_starts_at_a_line_start(
+    cut: list[int], window: int
+) -> None:
+    """Whatever the chunking and the window: ``skipped_bytes`` is exactly the
+    partial line the kept tail begins with (0 when it begins at a line start),
+    and the ``run --json`` text is the rest, ending where the stream does."""
+    data = b"".join(b"%d\n" % i for i in range(1, 3000))
+    collector = OutputCollector("stdout", window)
+    pos = 0
+    for n in cut * (len(data) // max(sum(cut), 1) + 1):
+        if pos >= len(data):
+            break
+        collector.feed(data[pos : pos + n])
+        pos += n
+    out = collector.finish({})
+    tail_start = len(data) - window
+    starts_mid_line = data[tail_start - 1] != 10
+    expected_skip = data.index(b"\n", tail_start) + 1 - tail_start if starts_mid_line else 0
+    assert out.truncated and out.skipped_bytes == expected_skip
+    from overspill.shell.results import ExecResult
+
+    result = ExecResult(0, None, False, False, None, out, out, "", "r", 0.0)
+    text = result.contract_json()["stdout"]["text"]
+    assert text.encode() == data[tail_start + expected_skip :]
+    assert out.text.encode() == data[tail_start:]  # the legacy form keeps the tail as it is
