@@ -311,6 +311,29 @@ def test_the_bash_completion_offers_verbs_and_each_verbs_options(tmp_path: Path)
         assert _run(tmp_path, "completion", shell).returncode == 0
 
 
+def test_the_bash_completion_offers_option_values_and_artifact_ids_newest_first(
+    tmp_path: Path,
+) -> None:
+    made = [_run(tmp_path, "put", stdin=b"%d\n" % i).stdout.decode().strip() for i in range(3)]
+    script = _run(tmp_path, "completion", "bash").stdout.decode()
+    bindir = Path(sys.executable).parent  # the script calls `overspill completion ids`
+    probe = (
+        f'export PATH="{bindir}:$PATH" OVERSPILL_HOME="{tmp_path}" OVERSPILL_OWNER=user:tester\n'
+        + script
+        + 'COMP_WORDS=(overspill adopt --from cl); COMP_CWORD=3; _overspill; echo "${COMPREPLY[*]}"\n'
+        + 'COMP_WORDS=(overspill ls --sort ""); COMP_CWORD=3; _overspill; echo "${COMPREPLY[*]}"\n'
+        + 'COMP_WORDS=(overspill cat ""); COMP_CWORD=2; _overspill; echo "${COMPREPLY[*]}"\n'
+        + f"COMP_WORDS=(overspill info {made[1][:-3]}); COMP_CWORD=2; _overspill; "
+        + 'echo "${COMPREPLY[*]}"\n'
+    )
+    out = subprocess.run(["bash", "-c", probe], capture_output=True, text=True).stdout.splitlines()
+    assert out[0] == "claude-code" and out[1] == "created size"
+    assert out[2].split() == made[::-1]  # newest first
+    assert out[3] == made[1]
+    fish = _run(tmp_path, "completion", "fish").stdout.decode()
+    assert "overspill completion ids" in fish and "-l from -xa 'claude-code" in fish
+
+
 def test_verbs_that_print_data_speak_json_when_asked(tmp_path: Path) -> None:
     import json
 

@@ -131,13 +131,22 @@ def build_parser(verb: str | None = None) -> argparse.ArgumentParser:
         if name:
             importlib.import_module(f"overspill.api.cli.{name}").register(sub)
     comp = sub.add_parser("completion", help="print a shell completion script")
-    comp.add_argument("shell", choices=["bash", "zsh", "fish"], help="which shell's")
+    comp.add_argument(
+        "shell", choices=["bash", "zsh", "fish", "ids"], help="which shell's (ids: for the script)"
+    )
+    comp.add_argument("prefix", nargs="?", default="", help=argparse.SUPPRESS)
     comp.set_defaults(func=cmd_completion)
     return p
 
 
 def cmd_completion(ctx: CliContext, args: argparse.Namespace) -> int:
-    from .completion import SHELLS
+    from .completion import SHELLS, ids
+
+    if args.shell == "ids":  # what the scripts call to complete an artifact id
+        from ..client.calls import ApiCalls
+
+        print("\n".join(ids(ApiCalls(ctx.client()), args.prefix)))
+        return 0
 
     sys.stdout.write(SHELLS[args.shell](build_parser()))
     return 0
