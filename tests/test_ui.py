@@ -481,6 +481,94 @@ def test_a_still_writing_artifact_updates_live(page: Any, site: Site) -> None:
     assert "complete" in page.inner_text("dl.meta")
 
 
+def test_at_1280_by_800_the_tail_is_on_screen_at_its_last_line_numbered(
+    browser: Any, site: Site
+) -> None:
+    data = b"".join(b"step %d: compiling module_%d\n" % (i, i % 50) for i in range(1, 20001))
+    art = output(site.store, data, command="make -j8 all", exit_code=2)
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    try:
+        sign_in(page, site, site.alice, f"/artifacts/{art}")
+        page.wait_for_selector("#tail-text .line")
+        last = page.locator("#tail-text .line").last
+        assert last.inner_text().replace("\t", " ").split() == [
+            "20000",
+            "step",
+            "20000:",
+            "compiling",
+            "module_0",
+        ]
+        box = last.bounding_box()
+        assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 800
+        # The pane is scrolled to its end: its last row is inside the pane's box.
+        pane = page.locator("#tail-text").bounding_box()
+        assert pane is not None and box["y"] + box["height"] <= pane["y"] + pane["height"] + 1
+        first = int(page.locator("#tail-text .line .ln").first.inner_text())
+        assert first == 20000 - 200 + 1  # numbered from the window's first line
+        page.screenshot(path=str(SHOTS / "artifact-1280x800.png"))  # not full page: the screen
+        page.click("text=Last page of lines")
+        page.wait_for_selector("#lines-info:has-text('Lines 19,801')")
+        assert (
+            page.locator("#lines-out .line .lt").last.inner_text()
+            == "step 20000: compiling module_0"
+        )
+    finally:
+        context.close()
+
+
+def test_following_a_growing_artifact_can_be_switched_off(page: Any, site: Site) -> None:
+    writer = site.store.open_writer(ALICE, source={"tool": "bash", "command": "tail -f app.log"})
+    writer.write(b"".join(b"early %d\n" % i for i in range(3000)))
+    writer.flush()
+    sign_in(page, site, site.alice, f"/artifacts/{writer.id}")
+    page.wait_for_selector("#follow")
+    assert page.is_checked("#follow")
+    writer.write(b"followed line\n")
+    writer.flush()
+    page.wait_for_selector("#tail-text .line:last-child:has-text('followed line')")
+    page.uncheck("#follow")
+    writer.write(b"not followed\n")
+    writer.flush()
+    page.wait_for_selector("dl.meta:has-text('3,002')")  # the details still update
+    assert "not followed" not in page.inner_text("#tail-text")
+    writer.close()
+
+
+def test_search_steps_through_its_matches(page: Any, site: Site) -> None:
+    lines = [b"ok %d" % i for i in range(1, 300)]
+    for n in (20, 150, 280):
+        lines[n - 1] = b"FAIL test_%d" % n
+    art = output(site.store, b"\n".join(lines) + b"\n")
+    sign_in(page, site, site.alice, f"/artifacts/{art}")
+    page.click("#tab-search")
+    page.fill("#grep-pattern", "FAIL")
+    page.press("#grep-pattern", "Enter")
+    page.wait_for_selector("#grep-results .hit")
+    page.click("#next-hit")
+    assert page.inner_text("#hit-info") == "match 1 of 3 shown"
+    assert "FAIL test_20" in page.inner_text("#grep-results .hit.current")
+    page.click("#prev-hit")
+    assert page.inner_text("#hit-info") == "match 3 of 3 shown"
+    assert "FAIL test_280" in page.inner_text("#grep-results .hit.current")
+    assert page.locator("#grep-results .hit mark").count() == 3  # each match highlighted
+
+
+def test_binary_content_is_shown_as_hex_never_as_text(page: Any, site: Site) -> None:
+    import os as _os
+
+    data = bytes(range(256)) * 16 + _os.urandom(40_000)
+    art = output(site.store, data)
+    sign_in(page, site, site.alice, f"/artifacts/{art}")
+    page.wait_for_selector("#hex-view")
+    assert "binary data" in page.inner_text("#binary-notice")
+    rows = page.inner_text("#hex-view").splitlines()
+    assert rows[0] == "00000000  00 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d 0e 0f  ................"
+    assert rows[2].endswith(" !\"#$%&'()*+,-./")
+    assert len(rows) == 4096 // 16
+    assert page.locator("#head-text").count() == 0
+
+
 def test_a_large_artifact_page_reads_only_bounded_windows(page: Any, site: Site) -> None:
     line = b"x" * 99 + b"\n"
     writer = site.store.open_writer(ALICE, source={"command": "big"})

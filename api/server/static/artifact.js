@@ -2,7 +2,7 @@
 // it. Every read is a bounded window from the API, so a 1 GB artifact opens as
 // fast as a 1 KB one; content is only ever put into the page as text.
 
-import { api, ApiError, get } from "./api.js";
+import { api, ApiError, get, getToken } from "./api.js";
 import {
   clear, fill, confirmDialog, exitBadge, flash, formatBytes, formatTime, h,
   parseDuration, relative, stateBadge, tabs, textBlock, visible,
@@ -13,6 +13,7 @@ const TAIL_LINES = 200;
 const PAGE_LINES = 200;
 const PAGE_BYTES = 256 * 1024;
 const LIVE_MS = 1500;
+const HEX_BYTES = 4096;
 const GONE = new Set(["expired", "deleted"]);
 
 function title(a) {
@@ -95,6 +96,43 @@ function lineRow(line, { spans = null, match = false, onNumber = null } = {}) {
       line.truncated ? h("span", { class: "cut" }, " … (line cut)") : null));
 }
 
+// The tail window's text as numbered rows (``first`` is its first line's number).
+function numbered(text, first) {
+  const lines = text.split("\n");
+  if (lines.length && lines[lines.length - 1] === "") lines.pop();
+  return lines.map((t, i) => lineRow({ number: first + i, text: t }));
+}
+
+// Text that is mostly not text: replacement characters (invalid UTF-8) or NULs.
+function looksBinary(text) {
+  if (!text) return false;
+  let odd = 0;
+  for (const ch of text) if (ch === "\uFFFD" || ch === "\u0000") odd += 1;
+  return odd > 8 && odd * 100 > text.length;
+}
+
+async function rawBytes(path, start, end) {
+  const response = await fetch(path, {
+    headers: { Authorization: `Bearer ${getToken()}`, Range: `bytes=${start}-${Math.max(start, end - 1)}` },
+    credentials: "omit",
+    cache: "no-store",
+  });
+  if (!response.ok) throw new ApiError(response.status, "http_error", `${response.status} ${response.statusText}`);
+  return new Uint8Array(await response.arrayBuffer());
+}
+
+// ``xxd``'s layout: offset, 16 bytes in hex, the printable ones as text.
+function hexDump(bytes) {
+  const rows = [];
+  for (let i = 0; i < bytes.length; i += 16) {
+    const chunk = bytes.slice(i, i + 16);
+    const hex = Array.from(chunk, (b) => b.toString(16).padStart(2, "0")).join(" ");
+    const text = Array.from(chunk, (b) => (b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : ".")).join("");
+    rows.push(`${i.toString(16).padStart(8, "0")}  ${hex.padEnd(47)}  ${text}`);
+  }
+  return rows.join("\n");
+}
+
 export async function render(main, me, id) {
   let a;
   try {
@@ -126,7 +164,7 @@ export async function render(main, me, id) {
   const tailBox = h("div", {});
   const overview = {
     label: "Head & tail",
-    el: h("section", {}, headBox, tailBox),
+    el: h("section", {}, tailBox, headBox),
     loaded: false,
     async show() {
       if (this.loaded) return;
@@ -135,11 +173,17 @@ export async function render(main, me, id) {
     },
   };
   async function refreshOverview() {
-    // Head and tail are independent windows: ask for both at once.
+    // Head and tail are independent windows: ask for both at once. The tail comes
+    // first on the page (a log's end is what a person opens it for), numbered,
+    // and scrolled to its last line.
     const [head, tail] = await Promise.all([
       get(`${base}/text`, { offset: 0, limit: HEAD_BYTES }),
       a.size_bytes > HEAD_BYTES ? get(`${base}/tail`, { lines: TAIL_LINES }) : null,
     ]);
+    if (looksBinary(head.text)) {
+      await showBinary();
+      return;
+    }
     const whole = head.eof && head.next_offset >= a.size_bytes;
     fill(headBox,
       h("h2", {}, whole ? "Content" : "Head"),
@@ -151,14 +195,33 @@ export async function render(main, me, id) {
       clear(tailBox);
       return;
     }
+    const rows = numbered(tail.text, tail.first_line || tail.line || 1);
+    const pane = h("div", { class: "lines", id: "tail-text", tabindex: "0", "aria-label": "Tail of the content" }, rows);
     fill(tailBox,
       h("h2", {}, "Tail"),
       h("p", { class: "muted small" },
         `Last ${formatBytes(tail.size_bytes - tail.offset)}`,
-        tail.first_line ? `, from line ${tail.first_line.toLocaleString("en")}` : "",
-        tail.truncated ? " (cut to the read limit)" : "", "."),
-      textBlock(tail.text, { id: "tail-text", tabindex: "0", "aria-label": "Tail of the content" }));
+        tail.first_line ? `, lines ${tail.first_line.toLocaleString("en")}–${a.line_count.toLocaleString("en")}` : "",
+        tail.truncated ? " (cut to the read limit)" : "", ". ",
+        h("button", { type: "button", class: "link", onclick: () => goToLastPage() }, "Last page of lines"),
+        a.state === "writing" ? followToggle : null),
+      pane);
+    pane.scrollTop = pane.scrollHeight;
   }
+
+  // Binary content is never shown as text: its first bytes as hex, and the size.
+  async function showBinary() {
+    clear(tailBox);
+    const bytes = await rawBytes(`${base}/content`, 0, Math.min(a.size_bytes, HEX_BYTES));
+    fill(headBox,
+      h("h2", {}, "Binary content"),
+      h("p", { class: "notice", id: "binary-notice" },
+        `${formatBytes(a.size_bytes)} of binary data (not text): the first ${formatBytes(bytes.length)} as hex below; Download has all of it.`),
+      h("pre", { class: "content hex", id: "hex-view", tabindex: "0", "aria-label": "Hex view" }, hexDump(bytes)));
+  }
+
+  const follow = h("input", { id: "follow", type: "checkbox", checked: true });
+  const followToggle = h("span", { class: "check follow" }, follow, h("label", { for: "follow" }, "follow"));
 
   const linesOut = h("div", { class: "lines", id: "lines-out", tabindex: "0", "aria-label": "Lines" });
   const linesInfo = h("p", { class: "muted small", id: "lines-info" });
@@ -166,6 +229,12 @@ export async function render(main, me, id) {
   const prevBtn = h("button", { type: "button", onclick: () => showLines(Math.max(1, linesState.start - PAGE_LINES)) }, "← Previous");
   const nextBtn = h("button", { type: "button", onclick: () => showLines(linesState.next) }, "Next →");
   const linesState = { start: 1, next: 1 };
+  async function goToLastPage() {
+    const fresh = await get(base);
+    history.replaceState(null, "", `#lines:${Math.max(1, fresh.line_count - PAGE_LINES + 1)}`);
+    panels.select("lines");
+  }
+  const lastBtn = h("button", { type: "button", onclick: () => goToLastPage().catch((err) => flash(err.message, "error")) }, "Last page");
   async function showLines(start) {
     const w = await get(`${base}/lines`, { start, count: PAGE_LINES, max_bytes: PAGE_BYTES });
     linesState.start = start;
@@ -195,7 +264,7 @@ export async function render(main, me, id) {
           showLines(n).catch((err) => flash(err.message, "error"));
         },
       }, h("label", { for: "goto-line" }, "Go to line"), startInput, h("button", { type: "submit" }, "Go"),
-      prevBtn, nextBtn),
+      prevBtn, nextBtn, lastBtn),
       linesInfo, linesOut),
     loaded: false,
     // The line to show comes from the address (#lines:N), so a shared link and a
@@ -216,6 +285,21 @@ export async function render(main, me, id) {
   const results = h("div", { class: "lines", id: "grep-results" });
   const grepInfo = h("p", { class: "muted small", id: "grep-info", role: "status" });
   const more = h("button", { type: "button", hidden: true }, "Continue search");
+  // Previous / next among the matching lines shown, with where you are.
+  const hitInfo = h("span", { class: "muted small", id: "hit-info" });
+  let current = -1;
+  const step = (by) => {
+    const hits = [...results.querySelectorAll(".line.hit")];
+    if (!hits.length) return;
+    hits[current]?.classList.remove("current");
+    current = (current + by + hits.length) % hits.length;
+    hits[current].classList.add("current");
+    hits[current].scrollIntoView({ block: "center" });
+    hitInfo.textContent = `match ${current + 1} of ${hits.length} shown`;
+  };
+  const prevHit = h("button", { type: "button", id: "prev-hit", onclick: () => step(-1) }, "↑ Previous match");
+  const nextHit = h("button", { type: "button", id: "next-hit", onclick: () => step(1) }, "↓ Next match");
+  const hitNav = h("div", { class: "inline hits", hidden: true }, prevHit, nextHit, hitInfo);
   const cancel = h("button", { type: "button", id: "grep-cancel", hidden: true }, "Cancel");
   let running = null; // the AbortController of the search in flight
   const goToLine = (n) => {
@@ -288,6 +372,9 @@ export async function render(main, me, id) {
       for (const l of m.after) put(l, {});
     }
     found += r.matches.length;
+    current = -1;
+    hitInfo.textContent = "";
+    hitNav.hidden = found === 0;
     const scanned = `bytes 0–${formatBytes(r.next_offset)} of ${formatBytes(a.size_bytes)}`;
     const whole = r.eof ? (r.complete ? " (all of it)" : " (all stored so far)") : "";
     grepInfo.textContent = found
@@ -313,7 +400,7 @@ export async function render(main, me, id) {
       h("span", { class: "check" }, fixed, h("label", { for: "grep-f" }, "fixed string")),
       h("label", { for: "grep-c" }, "context"), context,
       h("button", { type: "submit", class: "primary" }, "Search"), cancel),
-      grepInfo, results, more),
+      grepInfo, hitNav, results, more),
     show() {},
   };
 
@@ -404,12 +491,14 @@ export async function render(main, me, id) {
     body.push(panels.list, overview.el, linesPanel.el, searchPanel.el);
   }
 
-  fill(main, 
+  // The content first, then the details: at 1280×800 the tail is on screen.
+  fill(main,
     h("p", { class: "crumbs" }, h("a", { href: "/" }, "← All artifacts")),
-    h("div", { class: "title-row" }, heading, live),
+    h("div", { class: "title-row" }, heading, stateBadge(a.state), exitBadge(a.source || {}), live),
     actions,
-    metaBox,
     ...body,
+    h("h2", {}, "Details"),
+    metaBox,
   );
   if (panels) {
     const initial = location.hash.startsWith("#lines:") ? "lines" : "overview";
@@ -429,7 +518,7 @@ export async function render(main, me, id) {
         const grew = fresh.size_bytes !== a.size_bytes || fresh.state !== a.state;
         a = fresh;
         fill(metaBox, metadata(a));
-        if (grew && overview.loaded) await refreshOverview();
+        if (grew && overview.loaded && follow.checked) await refreshOverview();
         if (a.state !== "writing") {
           clearInterval(timer);
           live.textContent = `finished: ${a.state}`;
