@@ -143,6 +143,17 @@ def row_ids(page: Any) -> list[str]:
     )
 
 
+def open_search(page: Any, site: Site, count: int, failing: dict[int, bytes]) -> None:
+    """Lines ``ok N`` (1 to count-1), ``FAIL test_N<rest>`` at the given numbers, on
+    Alice's artifact page with its Search tab open."""
+    lines = [b"ok %d" % i for i in range(1, count)]
+    for n, rest in failing.items():
+        lines[n - 1] = b"FAIL test_%d" % n + rest
+    art = output(site.store, b"\n".join(lines) + b"\n")
+    sign_in(page, site, site.alice, f"/artifacts/{art}")
+    page.click("#tab-search")
+
+
 def shot(page: Any, name: str) -> None:
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / name), full_page=True)
@@ -353,12 +364,12 @@ def test_a_compressed_artifact_shows_both_sizes_and_reads_the_same(page: Any, si
 
 
 def test_search_highlights_matches_with_context_and_continues(page: Any, site: Site) -> None:
-    lines = [b"ok %d" % i for i in range(1, 400)]
-    for n in (50, 51, 300):
-        lines[n - 1] = b"FAIL test_%d: AssertionError" % n
-    art = output(site.store, b"\n".join(lines) + b"\n")
-    sign_in(page, site, site.alice, f"/artifacts/{art}")
-    page.click("#tab-search")
+    open_search(
+        page,
+        site,
+        400,
+        {50: b": AssertionError", 51: b": AssertionError", 300: b": AssertionError"},
+    )
     page.fill("#grep-pattern", "fail|assertion")
     page.check("#grep-i")
     page.select_option("#grep-c", "1")
@@ -536,12 +547,7 @@ def test_following_a_growing_artifact_can_be_switched_off(page: Any, site: Site)
 
 
 def test_search_steps_through_its_matches(page: Any, site: Site) -> None:
-    lines = [b"ok %d" % i for i in range(1, 300)]
-    for n in (20, 150, 280):
-        lines[n - 1] = b"FAIL test_%d" % n
-    art = output(site.store, b"\n".join(lines) + b"\n")
-    sign_in(page, site, site.alice, f"/artifacts/{art}")
-    page.click("#tab-search")
+    open_search(page, site, 300, {20: b"", 150: b"", 280: b""})
     page.fill("#grep-pattern", "FAIL")
     page.press("#grep-pattern", "Enter")
     page.wait_for_selector("#grep-results .hit")
