@@ -632,11 +632,16 @@ def test_a_policy_is_saved_only_after_its_preview(page: Any, site: Site) -> None
     page.wait_for_selector("h2:has-text('Policy for user:bob')")
     page.fill("#p-quota", "10MB")
     page.select_option("#p-over", "evict")
+    page.select_option("#p-redact", "off")  # bob's output may be stored as printed
     page.click("#policy-preview")
     page.wait_for_selector("table.preview")
     page.click("#policy-save")
     page.wait_for_selector(".flash:has-text('Saved the user:bob policy')")
-    assert site.store.policies.get("user:bob").quota_bytes == 10_000_000
+    assert "Audit log: policy by user:root" in page.inner_text(".flash")
+    bob = site.store.policies.get("user:bob")
+    assert bob.quota_bytes == 10_000_000 and bob.redact is False
+    (entry,) = site.store.audit_log(owner="user:bob", action="policy")
+    assert entry.details["redact"] is False
     page.wait_for_selector("td:has-text('user:bob')")
     page.fill("#p-quota", "lots")
     page.click("#policy-preview")

@@ -31,6 +31,10 @@ function policyForm(view, scope, onSaved) {
     maxBytes: h("input", { id: "p-maxbytes", value: view.max_artifact_bytes ?? "", placeholder: isGlobal ? "server cap" : "inherit", autocomplete: "off" }),
     over: h("select", { id: "p-over" }, ["reject", "evict"].map((v) => h("option", { value: v, selected: view.over_quota === v }, v))),
     apply: h("input", { id: "p-apply", type: "checkbox" }),
+    // Whether output is masked before it is stored (off only where an admin allows).
+    redact: h("select", { id: "p-redact" },
+      [["", isGlobal ? "on (the default)" : "inherit"], ["on", "on: mask secrets"], ["off", "off: store as printed (audited)"]]
+        .map(([v, label]) => h("option", { value: v, selected: (view.redact === true ? "on" : view.redact === false ? "off" : "") === v }, label))),
   };
   const out = h("div", { id: "preview", "aria-live": "polite" });
   const error = h("p", { class: "error", role: "alert" });
@@ -44,6 +48,7 @@ function policyForm(view, scope, onSaved) {
     quota_bytes: f.quota.value.trim() ? parseBytes(f.quota.value, "quota") : null,
     max_artifact_bytes: f.maxBytes.value.trim() ? parseBytes(f.maxBytes.value, "artifact size cap") : null,
     over_quota: f.over.value,
+    redact: f.redact.value === "" ? null : f.redact.value === "on",
   });
   const stale = () => {
     save.disabled = true;
@@ -86,6 +91,7 @@ function policyForm(view, scope, onSaved) {
     h("label", { for: "p-quota" }, "Quota per owner"), f.quota,
     h("label", { for: "p-maxbytes" }, "Largest artifact"), f.maxBytes,
     h("label", { for: "p-over" }, "Over quota"), f.over,
+    h("label", { for: "p-redact" }, "Redaction"), f.redact,
     h("span", {}), h("span", { class: "check" }, f.forever, h("label", { for: "p-forever" }, "Allow “forever”")),
     h("span", {}), h("span", { class: "check" }, f.apply, h("label", { for: "p-apply" }, "Apply to existing artifacts"))),
   h("p", { class: "muted small" }, "Durations like 12h, 7d, 2w; sizes like 500MB, 10GiB. Empty fields ",
@@ -98,8 +104,11 @@ function policyForm(view, scope, onSaved) {
       const path = isGlobal ? "/v1/admin/retention" : `/v1/admin/retention/owners/${enc(scope)}`;
       const r = await api("PUT", path, { body: { ...spec(), apply_to_existing: f.apply.checked } });
       const applied = f.apply.checked ? `; ${r.updated_artifacts} existing artifacts updated` : "";
+      // The audit log's own entry for this change, so the admin sees it was recorded.
+      const [entry] = await get("/v1/admin/audit", { action: "policy", limit: 1, ...(isGlobal ? {} : { owner: scope }) });
       await onSaved();
-      flash(`Saved the ${isGlobal ? "global" : scope} policy${applied}.`);
+      const recorded = entry ? ` Audit log: ${entry.action} by ${entry.actor}, ${formatTime(entry.at)}.` : "";
+      flash(`Saved the ${isGlobal ? "global" : scope} policy${applied}.${recorded}`);
     } catch (err) {
       error.textContent = err.message;
     }
