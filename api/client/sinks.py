@@ -78,7 +78,8 @@ class _WriterStream:
             id=info["id"],
             state=info["state"],
             size_bytes=info["size_bytes"],
-            total_bytes=info["total_bytes"],
+            # What the command printed, where the server saw less of it arrive.
+            total_bytes=max(info["total_bytes"], result.total_bytes),
             sha256=info["sha256"],
         )
         if result.disk_full is not None:
