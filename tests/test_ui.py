@@ -528,6 +528,22 @@ def test_at_1280_by_800_the_tail_is_on_screen_at_its_last_line_numbered(
         context.close()
 
 
+def test_failure_like_lines_are_listed_and_lead_into_the_lines(page: Any, site: Site) -> None:
+    lines = [b"step %d ok" % i for i in range(1, 6001)]
+    lines[41] = b"src/net.c:12: error: expected ';'"
+    lines[2999] = b"TypeError: cannot read property 'x'"
+    art = output(site.store, b"\n".join(lines) + b"\n")
+    sign_in(page, site, site.alice, f"/artifacts/{art}")
+    page.wait_for_selector("#failures .line")
+    rows = page.locator("#failures .line")
+    assert rows.count() == 2
+    assert rows.nth(0).locator(".ln").inner_text() == "42"
+    assert "error: expected" in rows.nth(0).inner_text()
+    assert rows.nth(1).locator(".ln").inner_text() == "3000"
+    rows.nth(1).locator(".ln").click()
+    page.wait_for_selector("#lines-info:has-text('Lines 3,000')")
+
+
 def test_following_a_growing_artifact_can_be_switched_off(page: Any, site: Site) -> None:
     writer = site.store.open_writer(ALICE, source={"tool": "bash", "command": "tail -f app.log"})
     writer.write(b"".join(b"early %d\n" % i for i in range(3000)))

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from overspill.artifacts.errors import StorageUnavailable
 from overspill.artifacts.records import Principal
@@ -63,6 +63,22 @@ def redaction(who: PrincipalDep, store: StoreDep) -> Redaction:
     unless an admin's policy for it (or the global one) says ``redact: false``.
     An executor asked to store output unmasked checks here first."""
     return Redaction(owner=who.name, redact=store.policies.effective(who.name).redact)
+
+
+class FailurePattern(BaseModel):
+    pattern: str | None = Field(
+        description="One RE2 pattern for grep: the server's failure-like lines "
+        "(OVERSPILL_FAILURE_PATTERNS joined); null when that is switched off"
+    )
+
+
+@router.get("/v1/failure-pattern", response_model=FailurePattern, tags=["session"])
+def failure_pattern(who: PrincipalDep, request: Request) -> FailurePattern:
+    """The lines the model is quoted from the part of a truncated output it was
+    not shown, as one pattern the grep routes take (the web page lists them)."""
+    lines = request.app.state.settings.shell.failure_patterns.splitlines()
+    patterns = [line.strip() for line in lines if line.strip()]
+    return FailurePattern(pattern="|".join(f"(?:{p})" for p in patterns) or None)
 
 
 @router.get("/metrics", response_class=Response)

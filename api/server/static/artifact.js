@@ -14,6 +14,7 @@ const PAGE_LINES = 200;
 const PAGE_BYTES = 256 * 1024;
 const LIVE_MS = 1500;
 const HEX_BYTES = 4096;
+const FAILURES = 10;
 const GONE = new Set(["expired", "deleted"]);
 
 function title(a) {
@@ -161,10 +162,11 @@ export async function render(main, me, id) {
 
   // -- content panels -------------------------------------------------------------
   const headBox = h("div", {});
+  const failuresBox = h("div", { id: "failures" });
   const tailBox = h("div", {});
   const overview = {
     label: "Head & tail",
-    el: h("section", {}, tailBox, headBox),
+    el: h("section", {}, failuresBox, tailBox, headBox),
     loaded: false,
     async show() {
       if (this.loaded) return;
@@ -185,6 +187,7 @@ export async function render(main, me, id) {
       return;
     }
     const whole = head.eof && head.next_offset >= a.size_bytes;
+    if (!whole) showFailures().catch(() => clear(failuresBox));  // a help, never a blocker
     fill(headBox,
       h("h2", {}, whole ? "Content" : "Head"),
       h("p", { class: "muted small" }, whole
@@ -207,6 +210,23 @@ export async function render(main, me, id) {
         a.state === "writing" ? followToggle : null),
       pane);
     pane.scrollTop = pane.scrollHeight;
+  }
+
+  // The failure-like lines (the server's own patterns: what the model is quoted
+  // from the part of an output it was not shown), each a link into Lines.
+  async function showFailures() {
+    const { pattern } = await get("/v1/failure-pattern");
+    if (!pattern) return;
+    const r = await get(`${base}/grep`, { pattern, max_matches: FAILURES, context: 0 });
+    if (!r.matches.length) {
+      clear(failuresBox);
+      return;
+    }
+    const more = r.eof ? "" : ` (the first ${FAILURES}; Search finds the rest)`;
+    fill(failuresBox,
+      h("h2", {}, "Failure-like lines"),
+      h("p", { class: "muted small" }, `${r.matches.length} line${r.matches.length === 1 ? "" : "s"} like error, fatal, panic, traceback, exception or fail${more}.`),
+      h("div", { class: "lines failures" }, r.matches.map((m) => lineRow(m.line, { spans: m.spans, match: true, onNumber: goToLine }))));
   }
 
   // Binary content is never shown as text: its first bytes as hex, and the size.
