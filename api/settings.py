@@ -14,7 +14,7 @@ need the store.
 from __future__ import annotations
 
 import os
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.settings_base import (
@@ -57,6 +57,9 @@ class ClientSettings(SettingsBase):
     # written by ``overspill install`` for a harness whose cut is known; unset:
     # chosen by the client's name at the handshake (``api.harnesses``).
     answer_budget: int | None = setting(None, gt=0, unit="size")
+    # ``overspill run`` shows the output as it is written: auto is on a terminal
+    # that no agent harness gave it (``api.cli.live``).
+    live: Literal["auto", "on", "off"] = "auto"
 
 
 class ServerSettings(SettingsBase):

@@ -27,6 +27,10 @@ from .view import StreamView, stream_view
 RetentionMode = Literal["tail", "head_tail"]
 
 
+# Where a stream's bytes go as they arrive, besides the tail and the copies.
+Echo = Callable[[bytes | memoryview], None]
+
+
 class Delta(NamedTuple):
     """A read from a whole-stream offset: ``lossy`` when bytes had left memory."""
 
@@ -50,8 +54,12 @@ class OutputCollector:
         redactor: StreamRedactor | None = None,
         unredacted: bool = False,
         failures: FailureMatcher | None = None,
+        echo: Echo | None = None,
     ) -> None:
         self.stream = stream
+        # A person watching on a terminal (``overspill run`` on a tty) sees each
+        # chunk as the command writes it, masked as the store keeps it.
+        self._echo = echo
         # Every byte passes the redactor before it is kept or shown: the tail, the
         # spill file and the artifact all hold the masked stream, of the same length.
         self._redactor = redactor
@@ -114,6 +122,8 @@ class OutputCollector:
     def _take(self, chunk: bytes | memoryview) -> None:
         if not chunk:
             return
+        if self._echo is not None:
+            self._echo(chunk)
         newlines = count_newlines(chunk)
         with self._lock:
             if self._prepare is not None and 2 * (self._total + len(chunk)) > self._window:

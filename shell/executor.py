@@ -16,7 +16,7 @@ from typing import Any
 
 from overspill.artifacts.utf8 import utf8_skip_partial
 
-from .capture import OutputCollector
+from .capture import Echo, OutputCollector
 from .config import ShellSettings
 from .environment import child_environment, known_secrets
 from .failures import failure_matcher
@@ -95,9 +95,17 @@ class Executor:
 
     # -- the two projections -------------------------------------------------------
 
-    def run(self, request: ExecRequest, *, abort: threading.Event | None = None) -> ExecResult:
+    def run(
+        self,
+        request: ExecRequest,
+        *,
+        abort: threading.Event | None = None,
+        echo: Mapping[str, Echo] | None = None,
+    ) -> ExecResult:
+        """Run to the end. ``echo`` (by stream name) also hands each chunk, masked,
+        to a live view as the command writes it; the result is the same."""
         spec = resolve(request, self.settings, background=False)
-        job = _Job(spec, self)
+        job = _Job(spec, self, echo or {})
         return job.wait_foreground(abort or threading.Event())
 
     async def arun(self, request: ExecRequest) -> ExecResult:
@@ -115,12 +123,17 @@ class Executor:
 
     def start(self, request: ExecRequest) -> BackgroundJob:
         spec = resolve(request, self.settings, background=True)
-        return BackgroundJob(_Job(spec, self))
+        return BackgroundJob(_Job(spec, self, {}))
 
     # -- shared pieces ----------------------------------------------------------------
 
     def _collector(
-        self, stream: str, window: int, source: dict[str, Any], rules: RuleSet | None
+        self,
+        stream: str,
+        window: int,
+        source: dict[str, Any],
+        rules: RuleSet | None,
+        echo: Echo | None,
     ) -> OutputCollector:
         settings = self.settings
         sweep = self._sweep
@@ -142,13 +155,14 @@ class Executor:
             redactor=StreamRedactor(rules) if rules is not None else None,
             unredacted=rules is None,
             failures=self._failures,
+            echo=echo,
         )
 
 
 class _Job:
     """One spawned command and its two collectors."""
 
-    def __init__(self, spec: ExecSpec, executor: Executor) -> None:
+    def __init__(self, spec: ExecSpec, executor: Executor, echo: Mapping[str, Echo]) -> None:
         self.spec = spec
         self.settings = executor.settings
         self.run_id = "run_" + os.urandom(16).hex()  # (uuid would import platform: ~2 ms)
@@ -162,8 +176,12 @@ class _Job:
             "run_id": self.run_id,
             "background": spec.background,
         }
-        self.stdout = executor._collector("stdout", spec.stdout_window, source, rules)
-        self.stderr = executor._collector("stderr", spec.stderr_window, source, rules)
+        self.stdout = executor._collector(
+            "stdout", spec.stdout_window, source, rules, echo.get("stdout")
+        )
+        self.stderr = executor._collector(
+            "stderr", spec.stderr_window, source, rules, echo.get("stderr")
+        )
         env = child_environment(executor._parent_env, spec.env, self.settings.reserved_env_prefix)
         self.started = time.monotonic()
         self.tree: ProcessTree = spawn(spec.command, spec.cwd, env, spec.stdin, spec.grace_s)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Literal, NamedTuple
 
-from .results import CollectedOutput
+from .results import CollectedOutput, ExecResult
 from .view import READ_WINDOW, StreamView, hex_call
 from .wording import call
 
@@ -162,6 +162,16 @@ def status_markers(
     elif exit_code not in (0, None):
         markers.append(f"[exit code: {exit_code}]")
     return markers
+
+
+def result_markers(result: ExecResult) -> list[str]:
+    """``status_markers`` of a finished run."""
+    return status_markers(
+        exit_code=result.exit_code,
+        signal=result.signal,
+        timed_out=result.timed_out,
+        timeout_ms=result.timeout_ms,
+    )
 
 
 def dropped_line(

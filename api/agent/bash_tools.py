@@ -13,7 +13,7 @@ from typing import Any
 
 from overspill.shell import ExecRequest, ExecResult, Executor, InvalidRequest, SpawnError
 from overspill.shell.executor import BackgroundJob
-from overspill.shell.render import status_markers
+from overspill.shell.render import result_markers
 from overspill.shell.wording import call, tool_error
 
 from .tools import ToolResult
@@ -86,12 +86,7 @@ class BashTools:
         else:
             final = job.wait(timeout=5)
             if final is not None:
-                markers = status_markers(
-                    exit_code=final.exit_code,
-                    signal=final.signal,
-                    timed_out=final.timed_out,
-                    timeout_ms=final.timeout_ms,
-                )
+                markers = result_markers(final)
                 text += "\n".join([f"\n[job {job_id} has ended]", *markers])
                 data.update(_structured(final))
         return ToolResult(text, data=data)

@@ -12,6 +12,7 @@ connection nor a server's start ever holds the command's pipe.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import signal
 import sys
@@ -20,6 +21,7 @@ from typing import Any
 
 from overspill.shell.sink import DeferredSink, OutputSink
 
+from . import live
 from .context import CliContext, CliError, positive, size
 
 
@@ -40,6 +42,14 @@ def register(sub: Any) -> None:
         help="keep the whole answer (both tails and their lines) within this many bytes",
     )
     run.add_argument("--session-id", help="the session the outputs belong to")
+    run.add_argument(
+        "--live",
+        choices=("auto", "on", "off"),
+        help="show the output as the command writes it (auto: on a terminal, not under a harness)",
+    )
+    run.add_argument(
+        "--no-live", dest="live", action="store_const", const="off", help="same as --live off"
+    )
     run.add_argument("--cwd", help="working directory of the command")
     run.add_argument("command", nargs=argparse.REMAINDER, help="after --: the command")
     run.set_defaults(func=cmd_run)
@@ -81,7 +91,12 @@ def cmd_run(ctx: CliContext, args: argparse.Namespace) -> int:
     if not shell.redact and not _may_store_unmasked(ctx):
         shell = shell.replace(redact=True)
     executor = Executor(shell, sink(ctx), sweep_spill_files=not by_server)
-    result = executor.run(request, abort=abort)
+    terminal = None
+    if live.wanted(args.live or c.live, json_out=args.json, env=os.environ):
+        terminal = live.LiveTerminal()
+        sys.stdout.flush()
+    echo = terminal.echoes() if terminal is not None else None
+    result = executor.run(request, abort=abort, echo=echo)
     for stream in (result.stdout, result.stderr):
         if stream.truncated and stream.storage_error:  # stdout stays the model's text
             reason = stream.storage_error.splitlines()[0]
@@ -90,6 +105,12 @@ def cmd_run(ctx: CliContext, args: argparse.Namespace) -> int:
         import json
 
         print(json.dumps(result.contract_json()))
+    elif terminal is not None:
+        # Seen already as it came: what is left to say is where the rest is.
+        from overspill.shell.render import result_markers
+
+        if text := live.trailer(result, result_markers(result)):
+            sys.stdout.write(("" if terminal.ended_line else "\n") + text + "\n")
     else:
         # Exactly the text when a program reads it: a newline added there would
         # hide the final marker from parse_exit_status, which reads only the very
