@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pty
+import re
+import select
+import struct
 import subprocess
 import sys
+import termios
+import time
 from pathlib import Path
 
 import pytest
@@ -354,3 +361,53 @@ def test_a_negative_retention_is_named_not_taken_for_an_option(tmp_path: Path) -
     assert out.stderr.decode() == (
         "overspill: retain: a retention is a positive duration (7d, 12h) or forever, got -5d\n"
     )
+
+
+def _put_through_a_slow_pipe(home: Path, *flags: str, watch_s: float) -> tuple[bytes, bytes]:
+    """``put`` reading a pipe the test feeds for ``watch_s`` seconds, its stderr
+    on a terminal and its stdout a pipe; what the terminal showed, and stdout."""
+    master, slave = pty.openpty()
+    # A terminal of 100 columns (a new pseudo-terminal has none: nothing fits).
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
+    env["OVERSPILL_HOME"] = str(home)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "overspill.api.cli", "put", *flags],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env=env,
+    )
+    os.close(slave)
+    assert proc.stdin is not None and proc.stdout is not None
+    seen = bytearray()
+    deadline = time.monotonic() + watch_s
+    while time.monotonic() < deadline and b"stored" not in seen:
+        proc.stdin.write(b"x" * 65536 + b"\n")
+        proc.stdin.flush()
+        if select.select([master], [], [], 0.1)[0]:
+            seen += os.read(master, 1 << 16)
+    proc.stdin.close()
+    out = proc.stdout.read()
+    proc.wait(timeout=60)
+    while select.select([master], [], [], 0.2)[0]:
+        try:
+            piece = os.read(master, 1 << 16)
+        except OSError:
+            break
+        if not piece:
+            break
+        seen += piece
+    os.close(master)
+    return bytes(seen), out
+
+
+def test_a_long_put_shows_a_progress_bar_on_the_terminal_and_none_with_quiet(
+    tmp_path: Path,
+) -> None:
+    shown, out = _put_through_a_slow_pipe(tmp_path, watch_s=30)
+    assert out.startswith(b"art_")
+    bar = shown.decode(errors="replace")
+    assert "stored" in bar and re.search(r"\d+(\.\d+)?[kMG]?B/s", bar), bar
+    quiet, out = _put_through_a_slow_pipe(tmp_path, "--quiet", watch_s=2)
+    assert out.startswith(b"art_") and quiet == b""

@@ -13,6 +13,7 @@ from overspill.artifacts.units import format_bytes, format_duration
 from ..client.calls import JSON, ApiCalls
 from .context import EXIT_ERROR, CliContext, CliError, duration, positive, size
 from .manage import parse_retention
+from .progress import Progress, add_quiet
 from .text import time_of, when
 
 # What "inherit" is written as on the command line: the field is cleared and
@@ -92,6 +93,7 @@ def register(sub: Any) -> None:
     red.add_argument("--owner", help="only this owner's outputs")
     red.add_argument("--dry-run", action="store_true", help="say what would be rewritten")
     red.add_argument("--json", action="store_true", help="the report as JSON")
+    add_quiet(red)
     red.set_defaults(func=cmd_redact)
 
     aud = sub.add_parser("audit", help="the audit log, newest first (admin)")
@@ -306,8 +308,10 @@ def cmd_redact(ctx: CliContext, args: argparse.Namespace) -> int:
     total: dict[str, Any] = {"scanned": 0, "scanned_bytes": 0, "rewritten": 0, "secrets": 0}
     total.update(rehomed=0, skipped=0, rules={}, artifact_ids=[])
     after = None
+    progress = Progress(None, "read", data_to_stdout=False, quiet=args.quiet)
     while True:  # a page per call: each request is bounded
         page = api.scrub(dry_run=args.dry_run, owner=args.owner, after=after, limit=200)
+        progress.advance(page["scanned_bytes"])
         for key in ("scanned", "scanned_bytes", "rewritten", "secrets", "rehomed", "skipped"):
             total[key] += page[key]
         for rule, n in page["rules"].items():
@@ -316,6 +320,7 @@ def cmd_redact(ctx: CliContext, args: argparse.Namespace) -> int:
         after = page["next_after"]
         if after is None:
             break
+    progress.finish()
     if args.json:
         print(json.dumps({"dry_run": args.dry_run, **total}))
         return 0

@@ -32,7 +32,7 @@ from ..client.calls import ApiCalls
 from ..client.wire import WireClient
 from .context import EXIT_ERROR, CliContext, CliError
 from .leftovers import SOURCES, Leftover, Skipped, find
-from .progress import Progress
+from .progress import Progress, add_quiet
 
 _CHUNK = 1024 * 1024
 _WORKERS = 4
@@ -57,6 +57,7 @@ def register(sub: Any) -> None:
     p.add_argument("--remove", action="store_true", help="delete each original once stored")
     p.add_argument("--dry-run", action="store_true", help="list what would be adopted")
     p.add_argument("--json", action="store_true", help="one JSON object per file, then a total")
+    add_quiet(p)
     p.set_defaults(func=cmd_adopt)
 
 
@@ -70,7 +71,7 @@ def cmd_adopt(ctx: CliContext, args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(todo, skipped, total, args)
     client = ctx.client()
-    progress = Progress(total, "adopted", data_to_stdout=False)
+    progress = Progress(total, "adopted", data_to_stdout=False, quiet=args.quiet)
     started = time.monotonic()
     done: list[dict[str, Any]] = []
     failed = 0

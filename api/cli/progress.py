@@ -1,48 +1,69 @@
-"""A one-line progress meter on stderr for long transfers: bytes, rate and (when
-the size is known) percent. Only on a terminal, and never where it would mix
-with the data: when the data goes to the same terminal, the meter's carriage
-returns would land inside the bytes on screen."""
+"""A progress bar on stderr for long work (bytes, rate, percent where the size
+is known), drawn by tqdm. Only on a terminal, not with ``--quiet``, and never
+where it would mix with the data: when the data goes to the same terminal, the
+bar's carriage returns would land inside the bytes on screen. A bar appears
+only once the work has taken half a second, so quick verbs print nothing.
+
+tqdm is imported only when a bar can be shown: the verbs start without it.
+"""
 
 from __future__ import annotations
 
 import sys
 import threading
-import time
+from typing import Any
 
-from overspill.artifacts.units import format_bytes
-
-_MIN_BYTES = 8 * 1024 * 1024  # below this a transfer is too short to watch
+_DELAY_S = 0.5  # work shorter than this shows no bar
 _EVERY_S = 0.2
 
 
 class Progress:
-    def __init__(self, total: int | None, verb: str, *, data_to_stdout: bool = True) -> None:
+    def __init__(
+        self,
+        total: int | None,
+        verb: str,
+        *,
+        data_to_stdout: bool = True,
+        quiet: bool = False,
+        unit: str = "B",
+    ) -> None:
         self.total = total
         self.done = 0
-        self._verb = verb
-        big = total is None or total >= _MIN_BYTES
-        self.enabled = big and sys.stderr.isatty() and not (data_to_stdout and sys.stdout.isatty())
-        self._shown = False
-        self._lock = threading.Lock()
-        self._start = time.monotonic()
-        self._last = self._start
+        self.enabled = (
+            not quiet and sys.stderr.isatty() and not (data_to_stdout and sys.stdout.isatty())
+        )
+        self._lock = threading.Lock()  # adopt's workers advance one bar
+        self._bar: Any = None
+        if self.enabled:
+            from tqdm import tqdm
+
+            bytes_unit = unit == "B"
+            self._bar = tqdm(
+                total=total,
+                desc=verb,
+                unit=unit,
+                unit_scale=bytes_unit,
+                unit_divisor=1024 if bytes_unit else 1000,
+                file=sys.stderr,
+                delay=_DELAY_S,
+                mininterval=_EVERY_S,
+                leave=False,
+                dynamic_ncols=True,
+            )
 
     def advance(self, n: int) -> None:
-        with self._lock:  # adopt's workers advance one meter
+        with self._lock:
             self.done += n
-        now = time.monotonic()
-        if not self.enabled or now - self._last < _EVERY_S or self.done < _MIN_BYTES:
-            return
-        self._last = now
-        rate = self.done / max(now - self._start, 1e-6)
-        line = f"{self._verb} {format_bytes(self.done)}"
-        if self.total:
-            line += f" of {format_bytes(self.total)} ({100 * self.done / self.total:.0f}%)"
-        sys.stderr.write(f"\r{line}, {format_bytes(int(rate))}/s\x1b[K")
-        sys.stderr.flush()
-        self._shown = True
+            if self._bar is not None:
+                self._bar.update(n)
 
     def finish(self) -> None:
-        if self._shown:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
+        """Take the bar off the screen (the verb's own answer follows)."""
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+def add_quiet(parser: Any) -> None:
+    """``--quiet`` on a verb that shows a bar."""
+    parser.add_argument("--quiet", action="store_true", help="no progress bar on stderr")

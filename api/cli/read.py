@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
+import stat
 import sys
 from collections.abc import Iterator
 from typing import Any, BinaryIO
@@ -24,7 +26,7 @@ from overspill.shell.wording import redaction_note
 
 from ..client.calls import JSON, ApiCalls
 from .context import EXIT_ERROR, CliContext, CliError, positive, size
-from .progress import Progress
+from .progress import Progress, add_quiet
 from .text import exit_status, table, terminal_width, time_of, when
 
 
@@ -32,6 +34,7 @@ def register(sub: Any) -> None:
     put = sub.add_parser("put", help="store standard input as an artifact; print its id")
     put.add_argument("--name", help="a name shown in listings")
     put.add_argument("--kind", default="output", help="a kind label (output)")
+    add_quiet(put)
     put.add_argument("--json", action="store_true", help="the stored artifact as JSON")
     put.set_defaults(func=cmd_put)
 
@@ -64,6 +67,7 @@ def register(sub: Any) -> None:
     sel.add_argument("--lines", help="lines START:COUNT (1-based)")
     sel.add_argument("--tail", type=positive("--tail"), help="the last N lines")
     cat.add_argument("--follow", action="store_true", help="keep going while it is written")
+    add_quiet(cat)
     cat.set_defaults(func=cmd_cat)
 
 
@@ -81,7 +85,7 @@ def cmd_put(ctx: CliContext, args: argparse.Namespace) -> int:
         session_id=ctx.settings.client.session_id,
         source={"tool": "stdin"},
     )
-    progress = Progress(None, "stored", data_to_stdout=False)
+    progress = Progress(_size(stdin), "stored", data_to_stdout=False, quiet=args.quiet)
     info = api.upload(info["id"], _stdin_chunks(stdin, progress))
     progress.finish()
     if args.json:
@@ -93,6 +97,15 @@ def cmd_put(ctx: CliContext, args: argparse.Namespace) -> int:
         print(f"overspill: stored {info['size_bytes']} bytes, then: {why}", file=sys.stderr)
         return EXIT_ERROR
     return 0
+
+
+def _size(stdin: BinaryIO) -> int | None:
+    """The bytes to come when standard input is a file (``put < big.log``)."""
+    try:
+        st = os.fstat(stdin.fileno())
+    except (OSError, ValueError):
+        return None
+    return st.st_size - stdin.tell() if stat.S_ISREG(st.st_mode) else None
 
 
 def _stdin_chunks(stdin: BinaryIO, progress: Progress) -> Iterator[bytes]:
@@ -163,7 +176,7 @@ def cmd_cat(ctx: CliContext, args: argparse.Namespace) -> int:
     elif start > stored or (start == stored and stored and not args.follow):
         raise CliError(f"--range starts at byte {start}, past the {stored} bytes {args.id} holds")
     stop = stored if end is None else min(end, stored)
-    progress = Progress(max(0, stop - start), "written")
+    progress = Progress(None if args.follow else max(0, stop - start), "written", quiet=args.quiet)
     out = sys.stdout.buffer
     for chunk in api.content(args.id, start, end, follow=args.follow):
         out.write(chunk)

@@ -17,7 +17,7 @@ from overspill.artifacts.bounds import MAX_SEARCH_MATCHES as _MAX_PAGE  # the se
 
 from ..client.calls import ApiCalls
 from .context import CliContext, positive
-from .progress import Progress
+from .progress import Progress, add_quiet
 
 
 def register(sub: Any) -> None:
@@ -31,6 +31,7 @@ def register(sub: Any) -> None:
         "-m", "--max-count", type=positive("--max-count"), help="stop after this many lines"
     )
     search.add_argument("--json", action="store_true", help="the result pages as JSON Lines")
+    add_quiet(search)
     search.set_defaults(func=cmd_search)
 
 
@@ -40,7 +41,7 @@ def cmd_search(ctx: CliContext, args: argparse.Namespace) -> int:
     left = args.max_count
     cursor: str | None = None
     found = 0
-    progress = Progress(None, "searched")
+    progress = Progress(None, "searched", quiet=args.quiet)
     while True:
         params = {
             "pattern": args.pattern,
