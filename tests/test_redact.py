@@ -166,9 +166,12 @@ def _corpus(rng: random.Random, n: int) -> Iterator[tuple[str, bytes, int, bytes
         yield rule, doc, len(head), secret.encode(), expected
 
 
-def test_a_thousand_secrets_are_masked_wherever_a_chunk_boundary_cuts_them() -> None:
+@pytest.mark.parametrize("fast", [False, True], ids=["first-bytes-engine", "fast-engine"])
+def test_a_thousand_secrets_are_masked_wherever_a_chunk_boundary_cuts_them(fast: bool) -> None:
     """Every rule, 1,000 generated secrets, a boundary at every position inside
-    each (and just outside), chunks of 1-4 KiB: all masked, nothing else changed."""
+    each (and just outside), chunks of 1-4 KiB: all masked, nothing else changed.
+    Both engines a stream uses: the one it starts on, and the one past LARGE
+    bytes (Hyperscan where installed, with its narrowed triggers)."""
     rng = random.Random(24)
     rules = ruleset_for()
     failures: list[str] = []
@@ -181,7 +184,7 @@ def test_a_thousand_secrets_are_masked_wherever_a_chunk_boundary_cuts_them() -> 
                 continue
             # Chunks of ``size`` laid so that one boundary falls at ``cut``.
             cuts = sorted({c for c in range(cut % size, len(doc), size) if c > 0} | {cut})
-            r = StreamRedactor(rules)
+            r = StreamRedactor(rules, fast=fast)
             got = _feed(r, doc, cuts)
             checked += 1
             if got != expected:
@@ -298,6 +301,27 @@ def test_every_prefilter_finds_every_trigger(engine: type) -> None:
     got = set(pre.find(data))
     assert {pos for pos, _ in want} <= {pos for pos, _ in got}
     assert got <= want
+
+
+def test_the_fast_engine_reports_a_url_trigger_only_where_a_password_may_be() -> None:
+    """``://`` is narrowed to its rule's candidate: reported where a password can
+    follow, or in the last bytes where one may still be arriving; a log of
+    URLs without passwords costs no callback per URL."""
+    pytest.importorskip("hyperscan")
+    rules = ruleset_for()
+    url = rules.literals.index(b"://")
+    reach = rules.rules[rules.owners[url][0]].max_len
+    plain = b"".join(b"GET https://example.com/items/%d 200\n" % i for i in range(400))
+    secret = b"fetch https://deploy:hunter2-very-secret@example.com/x\n"
+    data = plain + secret + plain + b"tail https://user:pa"  # the last: not arrived whole
+    pre = HyperscanPrefilter(rules.literals, rules.word_start, rules.narrow)
+    got = sorted(pos for pos, i in pre.find(data) if i == url)
+    at_secret = len(plain) + secret.index(b"://")
+    near_end = [m for m in _all(data, b"://") if m >= len(data) - reach]
+    assert got == sorted({at_secret, *near_end})
+    assert len(near_end) < 20 < len(list(_all(data, b"://")))
+    assert pre.any(plain[-200:] + b"x" * reach) is False
+    assert pre.any(plain[:200]) is True  # a bare trigger near the end may grow
 
 
 def _all(data: bytes, lit: bytes) -> Iterator[int]:

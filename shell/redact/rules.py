@@ -54,6 +54,11 @@ class Rule(NamedTuple):
     keep: int = 0  # leading bytes of the secret left readable (a public prefix)
     max_len: int = 512
     word: bool = False  # the match must not follow a letter, digit, "_" or "-"
+    # For a trigger that ordinary output is full of (``://`` in every log of
+    # URLs): a looser expression, starting with the trigger, that every secret of
+    # the rule matches. Hyperscan looks for it instead of the bare trigger, so a
+    # URL without a password costs nothing (see ``prefilter.HyperscanPrefilter``).
+    candidate: bytes | None = None
 
 
 # A token starts a word: checked by the redactor on the byte before a match (a
@@ -72,6 +77,7 @@ def _rule(
     max_len: int = 512,
     flags: int = 0,
     word: bool = False,
+    candidate: bytes | None = None,
 ) -> Rule:
     return Rule(
         name,
@@ -81,6 +87,7 @@ def _rule(
         keep,
         max_len,
         word,
+        candidate,
     )
 
 
@@ -126,7 +133,9 @@ BUILTIN: tuple[Rule, ...] = (
           r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", keep=3,
           max_len=8192, word=True),
     _rule("url_password", [b"://"],
-          r"://[^\s/:@'\"<>]{0,256}:([^\s/@'\"<>]{1,256})@", group=1, max_len=520),
+          r"://[^\s/:@'\"<>]{0,256}:([^\s/@'\"<>]{1,256})@", group=1, max_len=520,
+          # The same without its bounds (Hyperscan compiles bounded repeats slowly).
+          candidate=rb"://[^\s/:@'\"<>]*:[^\s/@'\"<>]*@"),
     _rule("authorization_header", _cases("authorization"),
           # The scheme word is never taken for the credential (a boundary right after
           # "Bearer " must not let "Bearer" pass as the whole secret).

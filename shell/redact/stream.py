@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from .prefilter import LARGE, Prefilter, StdlibPrefilter, fastest
+from .prefilter import LARGE, Narrowing, Prefilter, StdlibPrefilter, fastest
 from .rules import WORD, Rule
 
 CUSTOM_REACH = 256  # the longest match of an admin's own pattern that is always found
@@ -87,6 +87,13 @@ class RuleSet:
         self.searched = [r for r, rule in enumerate(self.rules) if not rule.triggers]
         # A literal only token rules use is a trigger only at the start of a word.
         self.word_start = [all(self.rules[r].word for r in own) for own in self.owners]
+        # A literal of one rule with a looser expression: the fast engine's form.
+        self.narrow = [
+            Narrowing(cand, self.rules[own[0]].max_len)
+            if len(own) == 1 and (cand := self.rules[own[0]].candidate) is not None
+            else None
+            for own in self.owners
+        ]
         self.guard = max((len(lit) for lit in self.literals), default=1) - 1
         if self.searched:  # a pattern's match cut by a chunk boundary is held whole
             self.guard = max(self.guard, CUSTOM_REACH)
@@ -101,7 +108,7 @@ class RuleSet:
         """The engine a stream moves to past LARGE bytes: compiled once for the
         rule set, each stream with scratch space of its own (Hyperscan)."""
         if self._fast is None:
-            self._fast = fastest(self.literals, self.word_start)
+            self._fast = fastest(self.literals, self.word_start, self.narrow)
         sharing = getattr(self._fast, "sharing", None)
         return sharing() if sharing is not None else self._fast
 
@@ -126,16 +133,21 @@ class RuleSet:
 
 
 class StreamRedactor:
-    def __init__(self, rules: RuleSet) -> None:
+    def __init__(self, rules: RuleSet, *, fast: bool = False) -> None:
+        """``fast``: on the fastest engine from the first byte (a stream known to
+        be large), not only past ``LARGE`` bytes."""
         self._rules = rules
-        self._pre: Prefilter = rules.small_prefilter()
-        self._fast = False
+        self._fast = fast and bool(rules.literals)
+        self._pre: Prefilter = rules.fast_prefilter() if self._fast else rules.small_prefilter()
         self._held = b""
         self._waiting = False  # the held bytes start a possible secret (not only a guard)
         self._pos = 0  # stream offset of the first held byte
         self._fed = 0
         self._before = -1  # the last byte that moved on (a token must not follow a word)
         self._seen: set[tuple[int, str]] = set()  # spans recorded that are still held
+        # Triggers the pass-through check found in the chunk (at their offsets in
+        # held + chunk): the slow path takes them instead of searching again.
+        self._found: list[tuple[int, int]] | None = None
         self.manifest = Manifest()
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[bytes | memoryview]:
@@ -168,7 +180,8 @@ class StreamRedactor:
         size = len(buf)
         before = self._before
         settled: dict[int, list[int]] = {}  # rule -> triggers whose secret has all arrived
-        for pos, lit in self._pre.find(buf):
+        found, self._found = self._found, None
+        for pos, lit in found if found is not None else self._pre.find(buf):
             for r in rules.owners[lit]:
                 rule = rules.rules[r]
                 if final or size - pos >= rule.max_len:
@@ -227,7 +240,9 @@ class StreamRedactor:
             return None
         if held and self._pre.any(held + bytes(view[:guard])):
             return None
-        if self._pre.any(view):
+        found = list(self._pre.find(view))
+        if found:  # (none starts in the held bytes or across them: checked above)
+            self._found = [(pos + len(held), lit) for pos, lit in found]
             return None
         keep = rules.held_back(view)
         out: list[bytes | memoryview] = [held] if held else []
