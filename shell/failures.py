@@ -24,6 +24,7 @@ from overspill.artifacts.newlines import count_newlines
 from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
 
 from .config import DEFAULT_FAILURE_PATTERNS
+from .failure_literals import LiteralFinder, literal_finder
 from .view import StreamView, clean_line
 from .wording import call
 
@@ -43,9 +44,8 @@ class FailureHit(NamedTuple):
 
 
 # What every match of the default patterns holds, in any case: a block holding
-# none of them is not searched at all. StringZilla's case-insensitive search (full
-# Unicode folding, so also the Kelvin sign RE2's (?i) takes for k) costs ~37 ms
-# per 64 MiB of log lines for all six, against RE2's ~115 ms.
+# none of them is not searched at all (``failure_literals``: Hyperscan, else
+# StringZilla; both fold as RE2's (?i) does, the Kelvin sign for k included).
 DEFAULT_LITERALS = ("rror", "fatal", "panic", "traceback", "xception", "fail")
 _SEAM = 4 * max(map(len, DEFAULT_LITERALS))  # UTF-8: a folded letter may take 3 bytes
 
@@ -119,11 +119,12 @@ class FailureScan:
     def __init__(self, matcher: FailureMatcher, *, keep_from: int = 0) -> None:
         self.matcher = matcher
         self._regex = matcher.regex
-        self._literals = tuple(lit.encode() for lit in matcher.literals)
-        if self._literals:
-            import stringzilla
+        self._literals: LiteralFinder | None = None
+        if matcher.literals:
+            import stringzilla  # (rfind on a memoryview, without copying it)
 
-            self._sz = stringzilla
+            self._literals = literal_finder(matcher.literals)
+            self._rfind = stringzilla.rfind
         self._keep_from = keep_from
         self.count = 0
         self.capped = False  # MAX_COUNTED reached: the rest was not searched
@@ -133,15 +134,19 @@ class FailureScan:
         self._line = 1  # number of the open line
         self._line_start = 0
         self._line_hit = False  # the open line is counted already
+        # The open line holds no literal (it came in through ``_skip`` only), so
+        # the pattern cannot match it: a giant line is not searched as it grows.
+        self._open_clean = True
 
     def feed(self, chunk: bytes | bytearray | memoryview, newlines: int | None = None) -> None:
         """``newlines``: the chunk's newline count, when the caller has it."""
         if self.capped or not chunk:
             return
-        if self._literals and self._skip(chunk, newlines):
+        if self._literals is not None and self._skip(chunk, newlines):
             return
         data = self._open + bytes(chunk) if self._open else bytes(chunk)
         base = self._open_at
+        self._open_clean = False
         end = data.rfind(b"\n") + 1
         if end:
             self._scan_lines(data, base, end)
@@ -155,11 +160,16 @@ class FailureScan:
         """The fast path: where neither the chunk nor the open line with the chunk's
         start holds a literal, there is no match, and the chunk is not copied;
         only its lines are counted, and its open end kept."""
-        search = self._sz.utf8_uncased_search
-        seam = self._open + bytes(chunk[:_SEAM])
-        if any(search(chunk, lit) >= 0 or search(seam, lit) >= 0 for lit in self._literals):
+        if not self._open_clean:  # the open line may match: it is searched whole
             return False
-        end = self._sz.rfind(chunk, b"\n") + 1
+        literals = self._literals
+        assert literals is not None
+        # A literal across the seam starts in the open line's last bytes (the
+        # rest of it was searched as it came).
+        seam = self._open[-_SEAM:] + bytes(chunk[:_SEAM])
+        if literals.found(chunk) or literals.found(seam):
+            return False
+        end = self._rfind(chunk, b"\n") + 1
         if not end:
             self._open += bytes(chunk)
         else:
@@ -167,19 +177,21 @@ class FailureScan:
             self._open_at += len(self._open) + end
             self._open = bytes(chunk[end:])
             self._line_start, self._line_hit = self._open_at, False
+            self._open_clean = True
         self._bound_open()
         return True
 
     def _bound_open(self) -> None:
         if len(self._open) > LONG_LINE and not self.capped:
-            self._scan_open()
+            if not self._open_clean:
+                self._scan_open()
             keep = self._open[-OVERLAP:]
             self._open_at += len(self._open) - len(keep)
             self._open = keep
 
     def finish(self) -> None:
         """The stream ended: its last line, if it has no newline, counts too."""
-        if self._open and not self.capped:
+        if self._open and not self.capped and not self._open_clean:
             self._scan_open()
         self._open = b""
 

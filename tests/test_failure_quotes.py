@@ -215,3 +215,36 @@ def test_a_saved_results_preview_quotes_the_failures_of_its_omitted_middle() -> 
         "line 2000: fatal: lost the connection\n"
     )
     assert tail.endswith("row 3999\n") and len(text.encode()) <= 4_000
+
+
+@pytest.mark.parametrize("engine", ["hyperscan", "stringzilla"])
+def test_the_literal_prefilter_finds_what_re2_ignoring_case_finds(engine: str) -> None:
+    """The literal check that lets a chunk skip the scan answers yes wherever
+    RE2's (?i) would find a literal: any case, the Kelvin sign for k and the
+    long s for s (the only non-ASCII folds of a-z); no otherwise."""
+    import re2
+
+    from overspill.shell.failure_literals import HyperscanFinder, StringZillaFinder
+
+    if engine == "hyperscan":
+        pytest.importorskip("hyperscan")
+    literals = ("rror", "traceback", "class")
+    finder = (HyperscanFinder if engine == "hyperscan" else StringZillaFinder)(literals)
+    regex = re2.compile("(?i)" + "|".join(literals))
+    cases = [
+        "ERROR: x",
+        "TraceBac\u212a (most recent call last)",
+        "\u017fubclass",
+        "cla\u017fs",
+        "fatal",
+        "err or",
+        "tracebac",
+        "",
+        "\u212a" * 10,
+        bytes(65536).decode(),
+        "x" * 70000 + "Error",
+    ]
+    for text in cases:
+        want = regex.search(text) is not None
+        assert finder.found(text.encode()) == want, text[:40]
+        assert finder.found(memoryview(text.encode())) == want

@@ -180,8 +180,8 @@ class StreamRedactor:
         size = len(buf)
         before = self._before
         settled: dict[int, list[int]] = {}  # rule -> triggers whose secret has all arrived
-        found, self._found = self._found, None
-        for pos, lit in found if found is not None else self._pre.find(buf):
+        hits, self._found = self._found, None
+        for pos, lit in hits if hits is not None else self._pre.find(buf):
             for r in rules.owners[lit]:
                 rule = rules.rules[r]
                 if final or size - pos >= rule.max_len:
