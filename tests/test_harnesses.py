@@ -262,3 +262,37 @@ def test_claude_codes_own_bash_overflows_into_overspill_and_reads_on_through_its
     window = _answer(received[1])
     span = re.search(r"bytes (\d+)-(\d+) of 1288895", window.partition("\n")[0])
     assert span and int(span.group(2)) == start
+
+
+def test_gemini_clis_own_shell_overflows_into_overspill_and_reads_on_through_its_tools(
+    harness_bin: Path, tmp_path: Path
+) -> None:
+    from tests.helpers import cli_env, run_cli
+
+    drive = Drive(HARNESSES["gemini"], tmp_path)
+
+    def steps() -> Steps:
+        text = yield ToolCall(
+            "run_shell_command", {"command": "seq 1 200000", "description": "count"}
+        )
+        calls = find_calls(text)
+        if calls:
+            yield ToolCall(*calls[0])
+
+    received = drive(steps, shell=True, env={"OVERSPILL_LOCAL_SERVER_IDLE_S": "2"})
+    first = received[0]
+    assert len(first) <= 40_000  # under Gemini CLI's own cut: the marker and id arrive
+    m = re.search(
+        r"artifact (art_\w+); shown lines (\d+)-200000 of 200000 \(bytes (\d+)-1288895 of 1288895\)",
+        first,
+    )
+    assert m, first[-1500:]
+    art, start = m.group(1), int(m.group(3))
+    assert SEQ[start:].decode() in first  # the tail, whole, as overspill gave it
+    env = cli_env(OVERSPILL_HOME=drive.store)
+    meta = json.loads(run_cli(env, "info", art, "--json").stdout)
+    assert (meta["size_bytes"], meta["state"]) == (1_288_895, "complete")
+    assert run_cli(env, "cat", art).stdout == SEQ
+    window = _answer(received[1])
+    span = re.search(r"bytes (\d+)-(\d+) of 1288895", window.partition("\n")[0])
+    assert span and int(span.group(2)) == start

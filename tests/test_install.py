@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from overspill.api.agent.hooks import Rules, claude_code_pre_bash
+from overspill.api.agent.hooks import Rules, claude_code_pre_bash, gemini_before_shell
 from overspill.api.agent.jsonc import JsoncDocument
 from tests.helpers import cli_env, run_cli
 
@@ -219,7 +219,58 @@ def test_shell_adds_the_bash_hook_once_beside_the_persons_own_hooks(tmp_path: Pa
     assert _overspill(env, "uninstall", "claude-code")[0] == 0
     assert settings.read_text() == mine
     code, _, err = _overspill(env, "install", "codex", "--shell")
-    assert code != 0 and "--shell is for claude-code" in err
+    assert code != 0 and "--shell is for claude-code and gemini" in err
+
+
+def test_gemini_shell_adds_its_before_tool_hook_once_and_uninstall_gives_the_file_back(
+    tmp_path: Path,
+) -> None:
+    env = _env(tmp_path)
+    settings = tmp_path / ".gemini/settings.json"
+    settings.parent.mkdir()
+    mine = (
+        '{\n  // my own\n  "hooks": {\n    "BeforeTool": [\n'
+        '      {"matcher": "write_file", "hooks": []},\n    ]\n  }\n}\n'
+    )
+    settings.write_text(mine)
+    assert _overspill(env, "install", "gemini", "--shell")[0] == 0
+    assert _overspill(env, "install", "gemini", "--shell")[0] == 0
+    doc = JsoncDocument(settings.read_text())
+    groups = doc.get(["hooks", "BeforeTool"])
+    assert [g["matcher"] for g in groups] == ["write_file", "run_shell_command"]
+    hook = groups[1]["hooks"][0]
+    # Gemini CLI has no settings env: the store rides on the hook's command.
+    assert hook["command"].startswith(f"env OVERSPILL_HOME={tmp_path / 'store'} ")
+    assert hook["command"].endswith(" hook gemini") and hook["timeout"] == 30_000
+    assert doc.get(["mcpServers", "overspill"]) is not None
+    assert _overspill(env, "uninstall", "gemini")[0] == 0
+    assert settings.read_text() == mine
+
+
+def test_the_gemini_hook_wraps_a_foreground_shell_call_with_the_store_it_was_given() -> None:
+    event = {
+        "session_id": "g-1",
+        "hook_event_name": "BeforeTool",
+        "tool_name": "run_shell_command",
+        "tool_input": {"command": "make test && echo ok", "description": "t", "dir_path": "src"},
+    }
+    store = {"OVERSPILL_HOME": "/s", "OVERSPILL_OWNER": "agent:gemini"}
+    answer = gemini_before_shell(event, ["/opt/overspill"], store, 36_000)
+    assert answer == {
+        "hookSpecificOutput": {
+            "hookEventName": "BeforeTool",
+            "tool_input": {
+                "command": "env OVERSPILL_HOME=/s OVERSPILL_OWNER=agent:gemini /opt/overspill run "
+                "--answer-budget 36000 --session-id g-1 --timeout-ms 600000 -- "
+                "'make test && echo ok'"
+            },
+        }
+    }
+    again = {**event, "tool_input": answer["hookSpecificOutput"]["tool_input"]}
+    assert gemini_before_shell(again, ["/opt/overspill"], store, 36_000) is None
+    assert gemini_before_shell({**event, "tool_name": "read_file"}, ["/x"], {}, 1) is None
+    bg = {**event, "tool_input": {"command": "npm run dev", "is_background": True}}
+    assert gemini_before_shell(bg, ["/x"], {}, 1) is None
 
 
 def test_the_hook_wraps_a_foreground_bash_call_in_one_overspill_run_command() -> None:

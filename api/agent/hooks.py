@@ -1,5 +1,6 @@
 """A harness's own shell, through ``overspill run``: Claude Code's ``PreToolUse``
-hook on ``Bash`` (``overspill hook claude-code``).
+hook on ``Bash`` (``overspill hook claude-code``) and Gemini CLI's ``BeforeTool``
+hook on ``run_shell_command`` (``overspill hook gemini``).
 
 The hook receives the call Claude Code is about to make and answers with
 ``updatedInput``: the same call, its command wrapped in ``overspill run``. The
@@ -75,6 +76,56 @@ def claude_code_pre_bash(
             "updatedInput": {**tool_input, "command": shlex.join(argv)},
         }
     }
+
+
+GEMINI_SHELL_TIMEOUT_MS = 600_000
+"""Gemini CLI's shell has no deadline of its own: a wrapped command gets
+overspill's longest (``OVERSPILL_MAX_TIMEOUT_MS``'s default)."""
+
+
+def gemini_before_shell(
+    event: dict[str, Any], overspill: list[str], env: dict[str, str], budget: int
+) -> dict[str, Any] | None:
+    """The hook's answer to one ``BeforeTool`` event (None: leave the call as is).
+
+    Gemini CLI merges ``hookSpecificOutput.tool_input`` into the call and tells
+    the model a hook changed ``command``; its approvals, directory and the rest
+    stay its own. ``env`` holds the store's variables of the hook's own command
+    (``overspill install gemini --shell`` writes them there, as Gemini CLI has no
+    settings ``env``): the wrapped command carries them to ``overspill run``. A
+    background command (``is_background``) is left to the harness."""
+    if event.get("tool_name") != "run_shell_command":
+        return None
+    tool_input = event.get("tool_input")
+    if not isinstance(tool_input, dict) or tool_input.get("is_background"):
+        return None
+    command = tool_input.get("command")
+    if not isinstance(command, str) or not command.strip() or _wrapped(command, overspill):
+        return None
+    store = [f"{name}={value}" for name, value in sorted(env.items())]
+    argv = [*(["env", *store] if store else []), *overspill, "run"]
+    argv += ["--answer-budget", str(budget)]
+    session = event.get("session_id")
+    if isinstance(session, str) and session:
+        argv += ["--session-id", session]
+    argv += ["--timeout-ms", str(GEMINI_SHELL_TIMEOUT_MS), "--", command]
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "BeforeTool",
+            "tool_input": {"command": shlex.join(argv)},
+        }
+    }
+
+
+def _wrapped(command: str, overspill: list[str]) -> bool:
+    """Already ``[env VAR=… ]overspill run …`` (a hook that runs twice wraps once)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # unbalanced quotes: not a command we wrote
+        return False
+    while words and (words[0] == "env" or "=" in words[0]):
+        words = words[1:]
+    return words[: len(overspill) + 1] == [*overspill, "run"]
 
 
 # -- the person's own Bash rules -------------------------------------------------------------

@@ -5,8 +5,9 @@ scope, or the project's with ``project=True``), edited in place
 (``config_files``): the absolute path of this ``overspill`` (no reliance on
 PATH), the environment the server needs (owner, home -- or a server's URL and
 the file holding its token), and each harness's own settings (Codex:
-``required``, start-up and call timeouts). ``shell=True`` also routes Claude
-Code's own Bash tool through ``overspill run`` (a ``PreToolUse`` hook).
+``required``, start-up and call timeouts). ``shell=True`` also routes the
+harness's own shell through ``overspill run``: Claude Code's Bash (a
+``PreToolUse`` hook), Gemini CLI's ``run_shell_command`` (a ``BeforeTool`` hook).
 
 Every edit is planned first (``plan``): a file that does not parse stops the
 whole install before anything is written; ``--dry-run`` prints the plan as a
@@ -31,7 +32,8 @@ from .jsonc import ConfigError, JsoncDocument
 
 CLIENTS = ("claude-code", "codex", "gemini", "opencode", "cursor", "goose")
 NAME = "overspill"
-HOOK_MARK = "hook claude-code"
+HOOK_MARKS = ("hook claude-code", "hook gemini")
+SHELL_CLIENTS = ("claude-code", "gemini")  # whose own shell --shell routes
 BACKUP_SUFFIX = ".overspill-backup"
 
 
@@ -48,7 +50,7 @@ def overspill_argv() -> list[str]:
 class Options:
     client: str
     project: bool = False  # the project's config (in ``cwd``) instead of the user's
-    shell: bool = False  # Claude Code: its Bash through overspill run (a hook)
+    shell: bool = False  # the harness's own shell through overspill run (a hook)
     url: str | None = None  # a server instead of this machine's store
     token_file: str | None = None  # the file holding that server's token
     owner: str | None = None
@@ -185,12 +187,36 @@ def hook_group() -> dict[str, Any]:
     return {"matcher": "Bash", "hooks": [{"type": "command", "command": command, "timeout": 30}]}
 
 
+def gemini_hook_group(o: Options) -> dict[str, Any]:
+    """Gemini CLI's ``BeforeTool`` group for its shell. Gemini CLI has no settings
+    ``env``: the store's variables ride on the hook's own command, which puts
+    them on the command it wraps."""
+    store = [f"{k}={v}" for k, v in sorted(server_env(o).items()) if k in SESSION_ENV]
+    command = shlex.join([*(["env", *store] if store else []), *overspill_argv(), "hook", "gemini"])
+    return {
+        "matcher": "run_shell_command",
+        "hooks": [{"name": NAME, "type": "command", "command": command, "timeout": 30_000}],
+    }
+
+
 def is_our_hook(group: Any) -> bool:
     """A group of ours, by its parsed content (any overspill path, any release)."""
     hooks = group.get("hooks") if isinstance(group, dict) else None
     return isinstance(hooks, list) and any(
-        isinstance(h, dict) and str(h.get("command", "")).endswith(HOOK_MARK) for h in hooks
+        isinstance(h, dict) and str(h.get("command", "")).endswith(HOOK_MARKS) for h in hooks
     )
+
+
+def _gemini_hook(doc: ConfigDocument, o: Options, *, remove: bool) -> None:
+    """Ours in (or out of) ``hooks.BeforeTool`` of Gemini CLI's settings."""
+    assert isinstance(doc, JsoncDocument)
+    doc.remove_where(["hooks", "BeforeTool"], is_our_hook)
+    if not remove:
+        doc.append(["hooks", "BeforeTool"], gemini_hook_group(o))
+        return
+    for keys in (["hooks", "BeforeTool"], ["hooks"]):
+        if doc.get(keys) in ([], {}):
+            doc.delete(keys)
 
 
 # -- planning and applying -----------------------------------------------------------------
@@ -216,8 +242,12 @@ def plan(o: Options, *, remove: bool = False) -> list[Edit]:
     doc = _doc(path, kind, before)
     if remove:
         doc.delete(key)
+        if doc.get(key[:-1]) in ({}, None):  # what only held ours goes with it
+            doc.delete(key[:-1])
     else:
         doc.set(key, entry(o))
+    if o.client == "gemini" and (o.shell or remove):
+        _gemini_hook(doc, o, remove=remove)
     if before is not None or not remove:
         edits.append(Edit(path, before, doc.text()))
     if o.client == "claude-code" and (o.shell or remove):

@@ -19,6 +19,7 @@ from typing import Any
 from .context import EXIT_ERROR, CliContext, CliError
 
 CLIENTS = ("claude-code", "codex", "gemini", "opencode", "cursor", "goose")
+SHELL_CLIENTS = ("claude-code", "gemini")  # whose own shell --shell routes through run
 
 
 def register(sub: Any) -> None:
@@ -55,7 +56,9 @@ def register(sub: Any) -> None:
     uninstall.set_defaults(func=cmd_uninstall)
 
     hook = sub.add_parser("hook", help="a harness's hook (run by the harness)")
-    hook.add_argument("client", choices=["claude-code"], help="the harness running the hook")
+    hook.add_argument(
+        "client", choices=["claude-code", "gemini"], help="the harness running the hook"
+    )
     hook.set_defaults(func=cmd_hook)
 
 
@@ -123,10 +126,10 @@ def _run_plan(ctx: CliContext, args: argparse.Namespace, *, remove: bool) -> int
 def cmd_install(ctx: CliContext, args: argparse.Namespace) -> int:
     if args.token_file and not args.http:
         raise CliError("--token-file goes with --http URL")
-    if args.shell and args.client != "claude-code":
+    if args.shell and args.client not in SHELL_CLIENTS:
         raise CliError(
-            f"--shell is for claude-code; {args.client}'s own shell is not replaced "
-            "(its model gets overspill's bash tool beside it: see the README)"
+            f"--shell is for {' and '.join(SHELL_CLIENTS)}; {args.client}'s own shell is "
+            "not replaced (its model gets overspill's bash tool beside it: see the README)"
         )
     if args.check:
         return _check(ctx, args)
@@ -138,8 +141,9 @@ def cmd_uninstall(ctx: CliContext, args: argparse.Namespace) -> int:
 
 
 def cmd_hook(ctx: CliContext, args: argparse.Namespace) -> int:
-    from overspill.api.agent.hooks import Rules, claude_code_pre_bash
-    from overspill.api.agent.install import overspill_argv
+    from overspill.api.agent.harnesses import harness_by_key
+    from overspill.api.agent.hooks import Rules, claude_code_pre_bash, gemini_before_shell
+    from overspill.api.agent.install import SESSION_ENV, overspill_argv
 
     raw = sys.stdin.read(1 << 20)
     try:
@@ -149,8 +153,15 @@ def cmd_hook(ctx: CliContext, args: argparse.Namespace) -> int:
         return 0  # never block the harness's call on our account
     if not isinstance(event, dict):
         return 0
-    cwd = Path(str(event.get("cwd") or os.getcwd()))
-    answer = claude_code_pre_bash(event, overspill_argv(), Rules.read(cwd, Path.home()))
+    if args.client == "gemini":
+        store = {k: os.environ[k] for k in SESSION_ENV if os.environ.get(k)}
+        gemini = harness_by_key("gemini")
+        assert gemini is not None and gemini.cut_chars is not None
+        budget = gemini.cut_chars * 9 // 10  # (a hook's note follows the output)
+        answer = gemini_before_shell(event, overspill_argv(), store, budget)
+    else:
+        cwd = Path(str(event.get("cwd") or os.getcwd()))
+        answer = claude_code_pre_bash(event, overspill_argv(), Rules.read(cwd, Path.home()))
     if answer is not None:
         print(json.dumps(answer))
     return 0
