@@ -64,8 +64,11 @@ class Planned:
     def __init__(self, steps: Callable[[], Steps]) -> None:
         self._gen = steps()
         self._actions: list[Action] = []
+        self.offered: list[str] = []  # the tools of the first turn, as the harness named them
 
     def __call__(self, turn: Turn) -> Action:
+        if not self.offered:
+            self.offered = list(turn.tools)
         want = len(turn.results)
         while len(self._actions) <= want:
             try:
@@ -93,7 +96,8 @@ class Drive:
     def __call__(
         self, steps: Callable[[], Steps], *, shell: bool = False, env: dict[str, str] | None = None
     ) -> list[str]:
-        with StandIn(self.harness.dialect, Planned(steps)) as model:
+        self.planned = Planned(steps)
+        with StandIn(self.harness.dialect, self.planned) as model:
             run = self.harness.run(
                 home=self.home,
                 work=self.work,
@@ -296,3 +300,25 @@ def test_gemini_clis_own_shell_overflows_into_overspill_and_reads_on_through_its
     window = _answer(received[1])
     span = re.search(r"bytes (\d+)-(\d+) of 1288895", window.partition("\n")[0])
     assert span and int(span.group(2)) == start
+
+
+CODEX_SHELLS = {"shell", "shell_command", "exec_command", "local_shell", "write_stdin"}
+"""The names Codex gives its own shell tools (by its config: classic, unified exec)."""
+
+
+@pytest.mark.parametrize("shell", [False, True], ids=["tools-only", "shell"])
+def test_codex_with_shell_offers_overspills_bash_in_place_of_its_own(
+    harness_bin: Path, tmp_path: Path, shell: bool
+) -> None:
+    drive = Drive(HARNESSES["codex"], tmp_path)
+
+    def steps() -> Steps:
+        yield Reply("nothing to run")
+
+    drive(steps, shell=shell)
+    offered = set(drive.planned.offered)
+    assert any(name.endswith("artifact_read") or name == "tool_search" for name in offered)
+    if shell:
+        assert not offered & CODEX_SHELLS, sorted(offered)
+    else:
+        assert offered & CODEX_SHELLS, sorted(offered)

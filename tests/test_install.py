@@ -14,6 +14,7 @@ import json
 import os
 import re
 import stat
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -218,8 +219,8 @@ def test_shell_adds_the_bash_hook_once_beside_the_persons_own_hooks(tmp_path: Pa
     assert groups[1]["hooks"][0]["command"].endswith(" hook claude-code")
     assert _overspill(env, "uninstall", "claude-code")[0] == 0
     assert settings.read_text() == mine
-    code, _, err = _overspill(env, "install", "codex", "--shell")
-    assert code != 0 and "--shell is for claude-code and gemini" in err
+    code, _, err = _overspill(env, "install", "cursor", "--shell")
+    assert code != 0 and "--shell is for claude-code, codex, gemini" in err
 
 
 def test_gemini_shell_adds_its_before_tool_hook_once_and_uninstall_gives_the_file_back(
@@ -336,3 +337,21 @@ def test_jsonc_edits_keep_comments_trailing_commas_and_tabs() -> None:
     doc.delete(["b", "d"])
     doc.remove_where(["a"], lambda v: v == 3)
     assert doc.text() == text
+
+
+def test_codex_shell_turns_its_own_shell_off_and_uninstall_gives_the_file_back(
+    tmp_path: Path,
+) -> None:
+    env = _env(tmp_path)
+    config = tmp_path / ".codex/config.toml"
+    config.parent.mkdir()
+    mine = '# mine\nmodel = "gpt-5.5"\n\n[features]\nplugins = false  # no sync\n'
+    config.write_text(mine)
+    assert _overspill(env, "install", "codex", "--shell")[0] == 0
+    assert _overspill(env, "install", "codex", "--shell")[0] == 0
+    written = tomllib.loads(config.read_text())
+    assert written["features"] == {"plugins": False, "shell_tool": False}
+    assert "overspill" in written["mcp_servers"]
+    assert "# no sync" in config.read_text()
+    assert _overspill(env, "uninstall", "codex")[0] == 0
+    assert config.read_text() == mine

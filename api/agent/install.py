@@ -7,7 +7,10 @@ PATH), the environment the server needs (owner, home -- or a server's URL and
 the file holding its token), and each harness's own settings (Codex:
 ``required``, start-up and call timeouts). ``shell=True`` also routes the
 harness's own shell through ``overspill run``: Claude Code's Bash (a
-``PreToolUse`` hook), Gemini CLI's ``run_shell_command`` (a ``BeforeTool`` hook).
+``PreToolUse`` hook), Gemini CLI's ``run_shell_command`` (a ``BeforeTool`` hook);
+Codex runs a hook only once a person has reviewed and trusted it in its TUI, so
+there ``--shell`` turns Codex's own shell off (``[features] shell_tool =
+false``) and its model runs commands through overspill's ``bash`` tool.
 
 Every edit is planned first (``plan``): a file that does not parse stops the
 whole install before anything is written; ``--dry-run`` prints the plan as a
@@ -33,7 +36,8 @@ from .jsonc import ConfigError, JsoncDocument
 CLIENTS = ("claude-code", "codex", "gemini", "opencode", "cursor", "goose")
 NAME = "overspill"
 HOOK_MARKS = ("hook claude-code", "hook gemini")
-SHELL_CLIENTS = ("claude-code", "gemini")  # whose own shell --shell routes
+SHELL_CLIENTS = ("claude-code", "codex", "gemini")  # whose own shell --shell routes
+CODEX_SHELL_SWITCH = ["features", "shell_tool"]
 BACKUP_SUFFIX = ".overspill-backup"
 
 
@@ -207,6 +211,17 @@ def is_our_hook(group: Any) -> bool:
     )
 
 
+def _codex_shell(doc: ConfigDocument, *, remove: bool) -> None:
+    """Codex's own shell off (install) or back to its default (uninstall: the
+    switch goes only where it is off, as install left it)."""
+    if not remove:
+        doc.set(CODEX_SHELL_SWITCH, False)
+    elif doc.get(CODEX_SHELL_SWITCH) is False:
+        doc.delete(CODEX_SHELL_SWITCH)
+        if doc.get(CODEX_SHELL_SWITCH[:-1]) in ({}, None):
+            doc.delete(CODEX_SHELL_SWITCH[:-1])
+
+
 def _gemini_hook(doc: ConfigDocument, o: Options, *, remove: bool) -> None:
     """Ours in (or out of) ``hooks.BeforeTool`` of Gemini CLI's settings."""
     assert isinstance(doc, JsoncDocument)
@@ -248,6 +263,8 @@ def plan(o: Options, *, remove: bool = False) -> list[Edit]:
         doc.set(key, entry(o))
     if o.client == "gemini" and (o.shell or remove):
         _gemini_hook(doc, o, remove=remove)
+    if o.client == "codex" and (o.shell or remove):
+        _codex_shell(doc, remove=remove)
     if before is not None or not remove:
         edits.append(Edit(path, before, doc.text()))
     if o.client == "claude-code" and (o.shell or remove):

@@ -19,7 +19,7 @@ from typing import Any
 from .context import EXIT_ERROR, CliContext, CliError
 
 CLIENTS = ("claude-code", "codex", "gemini", "opencode", "cursor", "goose")
-SHELL_CLIENTS = ("claude-code", "gemini")  # whose own shell --shell routes through run
+SHELL_CLIENTS = ("claude-code", "codex", "gemini")  # whose own shell --shell routes through run
 
 
 def register(sub: Any) -> None:
@@ -128,7 +128,7 @@ def cmd_install(ctx: CliContext, args: argparse.Namespace) -> int:
         raise CliError("--token-file goes with --http URL")
     if args.shell and args.client not in SHELL_CLIENTS:
         raise CliError(
-            f"--shell is for {' and '.join(SHELL_CLIENTS)}; {args.client}'s own shell is "
+            f"--shell is for {', '.join(SHELL_CLIENTS)}; {args.client}'s own shell is "
             "not replaced (its model gets overspill's bash tool beside it: see the README)"
         )
     if args.check:
