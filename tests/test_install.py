@@ -200,14 +200,29 @@ def test_http_writes_the_url_and_the_token_file_never_the_token(tmp_path: Path) 
     assert code != 0 and "needs a token" in err
 
 
+def _shell_installed_twice(tmp_path: Path, client: str, relative: str, mine: str) -> Path:
+    """``install CLIENT --shell`` twice over the person's own ``relative`` file
+    holding ``mine``; the file (the second install must change nothing)."""
+    path = tmp_path / relative
+    path.parent.mkdir()
+    path.write_text(mine)
+    env = _env(tmp_path)
+    assert _overspill(env, "install", client, "--shell")[0] == 0
+    once = path.read_text()
+    assert _overspill(env, "install", client, "--shell")[0] == 0
+    assert path.read_text() == once
+    return path
+
+
+def _uninstall_gives_back(tmp_path: Path, client: str, path: Path, mine: str) -> None:
+    assert _overspill(_env(tmp_path), "uninstall", client)[0] == 0
+    assert path.read_text() == mine
+
+
 def test_shell_adds_the_bash_hook_once_beside_the_persons_own_hooks(tmp_path: Path) -> None:
     env = _env(tmp_path)
-    settings = tmp_path / ".claude/settings.json"
-    settings.parent.mkdir()
     mine = '{\n  "hooks": {\n    "PreToolUse": [\n      {"matcher": "Edit", "hooks": []}\n    ]\n  }\n}\n'
-    settings.write_text(mine)
-    assert _overspill(env, "install", "claude-code", "--shell")[0] == 0
-    assert _overspill(env, "install", "claude-code", "--shell")[0] == 0
+    settings = _shell_installed_twice(tmp_path, "claude-code", ".claude/settings.json", mine)
     written = json.loads(settings.read_text())
     groups = written["hooks"]["PreToolUse"]
     assert [g["matcher"] for g in groups] == ["Edit", "Bash"]
@@ -217,8 +232,7 @@ def test_shell_adds_the_bash_hook_once_beside_the_persons_own_hooks(tmp_path: Pa
         "OVERSPILL_HOME": str(tmp_path / "store"),
     }
     assert groups[1]["hooks"][0]["command"].endswith(" hook claude-code")
-    assert _overspill(env, "uninstall", "claude-code")[0] == 0
-    assert settings.read_text() == mine
+    _uninstall_gives_back(tmp_path, "claude-code", settings, mine)
     code, _, err = _overspill(env, "install", "cursor", "--shell")
     assert code != 0 and "--shell is for claude-code, codex, gemini" in err
 
@@ -226,16 +240,11 @@ def test_shell_adds_the_bash_hook_once_beside_the_persons_own_hooks(tmp_path: Pa
 def test_gemini_shell_adds_its_before_tool_hook_once_and_uninstall_gives_the_file_back(
     tmp_path: Path,
 ) -> None:
-    env = _env(tmp_path)
-    settings = tmp_path / ".gemini/settings.json"
-    settings.parent.mkdir()
     mine = (
         '{\n  // my own\n  "hooks": {\n    "BeforeTool": [\n'
         '      {"matcher": "write_file", "hooks": []},\n    ]\n  }\n}\n'
     )
-    settings.write_text(mine)
-    assert _overspill(env, "install", "gemini", "--shell")[0] == 0
-    assert _overspill(env, "install", "gemini", "--shell")[0] == 0
+    settings = _shell_installed_twice(tmp_path, "gemini", ".gemini/settings.json", mine)
     doc = JsoncDocument(settings.read_text())
     groups = doc.get(["hooks", "BeforeTool"])
     assert [g["matcher"] for g in groups] == ["write_file", "run_shell_command"]
@@ -244,8 +253,7 @@ def test_gemini_shell_adds_its_before_tool_hook_once_and_uninstall_gives_the_fil
     assert hook["command"].startswith(f"env OVERSPILL_HOME={tmp_path / 'store'} ")
     assert hook["command"].endswith(" hook gemini") and hook["timeout"] == 30_000
     assert doc.get(["mcpServers", "overspill"]) is not None
-    assert _overspill(env, "uninstall", "gemini")[0] == 0
-    assert settings.read_text() == mine
+    _uninstall_gives_back(tmp_path, "gemini", settings, mine)
 
 
 def test_the_gemini_hook_wraps_a_foreground_shell_call_with_the_store_it_was_given() -> None:
@@ -342,16 +350,10 @@ def test_jsonc_edits_keep_comments_trailing_commas_and_tabs() -> None:
 def test_codex_shell_turns_its_own_shell_off_and_uninstall_gives_the_file_back(
     tmp_path: Path,
 ) -> None:
-    env = _env(tmp_path)
-    config = tmp_path / ".codex/config.toml"
-    config.parent.mkdir()
     mine = '# mine\nmodel = "gpt-5.5"\n\n[features]\nplugins = false  # no sync\n'
-    config.write_text(mine)
-    assert _overspill(env, "install", "codex", "--shell")[0] == 0
-    assert _overspill(env, "install", "codex", "--shell")[0] == 0
+    config = _shell_installed_twice(tmp_path, "codex", ".codex/config.toml", mine)
     written = tomllib.loads(config.read_text())
     assert written["features"] == {"plugins": False, "shell_tool": False}
     assert "overspill" in written["mcp_servers"]
     assert "# no sync" in config.read_text()
-    assert _overspill(env, "uninstall", "codex")[0] == 0
-    assert config.read_text() == mine
+    _uninstall_gives_back(tmp_path, "codex", config, mine)
