@@ -9,7 +9,8 @@ long s (U+017F); no other letter of ``a-z`` has a non-ASCII fold.
 Two engines behind one ``LiteralFinder``: Hyperscan (a dependency where it has
 wheels), one caseless scan for all literals that stops at the first, ~6 us per
 64 KiB; StringZilla's full-Unicode uncased search, one pass per literal, ~35 us
-(measured on zeros: the scan was 13.5% of a 64 MiB capture's samples).
+(measured on zeros: the scan was 13.5% of a 64 MiB capture's samples). A
+stream starts on StringZilla, which costs no import, and moves past ``_LARGE``.
 """
 
 from __future__ import annotations
@@ -86,10 +87,36 @@ class StringZillaFinder:
         return any(search(data, lit) >= 0 for lit in self._literals)
 
 
-def literal_finder(literals: Sequence[str]) -> LiteralFinder:
-    """Hyperscan where it is installed, else StringZilla. A finder holds its
-    scratch space: one per scan (one per stream)."""
+_LARGE = 256 * 1024
+"""Bytes looked at before the finder moves to Hyperscan: its import and compile
+(~3-11 ms) would cost an output of a few hundred kilobytes more than it saves
+(the redactor moves at the same size, so the import is then shared)."""
+
+
+class _Growing:
+    """StringZilla for a stream's first ``_LARGE`` bytes, then the fastest engine."""
+
+    def __init__(self, literals: Sequence[str]) -> None:
+        self._literals = tuple(literals)
+        self._finder: LiteralFinder = StringZillaFinder(literals)
+        self._seen = 0
+
+    def found(self, data: bytes | bytearray | memoryview) -> bool:
+        if self._seen <= _LARGE:
+            self._seen += len(data)
+            if self._seen > _LARGE:
+                self._finder = _fastest(self._literals)
+        return self._finder.found(data)
+
+
+def _fastest(literals: Sequence[str]) -> LiteralFinder:
     try:
         return HyperscanFinder(literals)
     except ImportError:
         return StringZillaFinder(literals)
+
+
+def literal_finder(literals: Sequence[str]) -> LiteralFinder:
+    """A finder for one stream (it holds scratch space): StringZilla first, then
+    Hyperscan where it is installed, once the stream is large."""
+    return _Growing(literals)
