@@ -8,6 +8,7 @@ import os
 import pty
 import re
 import select
+import signal
 import subprocess
 import sys
 import time
@@ -139,3 +140,19 @@ def test_off_a_terminal_under_a_harness_or_with_no_live_the_model_view_is_printe
         assert code == 0, how
         assert not text.startswith("1\n2\n"), how  # not streamed
         assert "4999\n5000\n\n[output truncated; full output:" in text, how
+
+
+def test_ctrl_c_during_a_live_run_ends_the_command_and_exits_130(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    script = f"echo $$ > {pid_file}; echo started; sleep 60; echo never"
+    term = Terminal(_overspill("run", "--", script), _env(tmp_path / "home"), ROOT)
+    assert term.read_until(b"started\r\n")
+    term.proc.send_signal(signal.SIGINT)  # what Ctrl-C sends overspill on a terminal
+    code, text = term.finish()
+    assert code == 130
+    assert "never" not in text and text.startswith("started\n")
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{pid}").exists()  # the command's shell is gone with it
