@@ -20,6 +20,7 @@ from sqlalchemy import ColumnElement, and_, func, or_, select, tuple_
 from sqlalchemy.orm import Session
 
 from . import audit
+from .clock import as_utc
 from .context import Part, StoreContext
 from .db.models import Artifact, Segment
 from .errors import (
@@ -83,7 +84,10 @@ class Catalog(Part):
         q = query or ListQuery()
         owner, session_id, kind, state = q.owner, q.session_id, q.kind, q.state
         min_size, cursor, sort, limit = q.min_size, q.cursor, q.sort, q.limit
-        created_after, created_before = _utc(q.created_after), _utc(q.created_before)
+        created_after, created_before = (
+            _maybe_utc(q.created_after, "created_after"),
+            _maybe_utc(q.created_before, "created_before"),
+        )
         descending, include_gone = q.order == "desc", q.include_gone
         for field, value in (("owner", owner), ("session_id", session_id), ("kind", kind)):
             check_text(field, value)
@@ -387,19 +391,6 @@ def info_of(row: Artifact, now: datetime) -> ArtifactInfo:
     )
 
 
-def _utc(value: datetime | None) -> datetime | None:
-    """In UTC (a naive time is taken as UTC); a time with no UTC form (year 1 at
-    +14:00) is a clear InvalidArgument."""
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    try:
-        return value.astimezone(UTC)
-    except OverflowError:
-        raise InvalidArgument(f"{value.isoformat()} is outside the range of dates") from None
-
-
 def _encode_cursor(value: datetime | int, artifact_id: str) -> str:
     raw = value.isoformat() if isinstance(value, datetime) else value
     return base64.urlsafe_b64encode(json.dumps([raw, artifact_id]).encode()).decode().rstrip("=")
@@ -427,3 +418,7 @@ def _decode_cursor(cursor: str, sort: str) -> tuple[Any, str]:
         InvalidArgument,
     ):
         raise InvalidArgument(f"invalid cursor {cursor[:40]!r} for sort {sort!r}") from None
+
+
+def _maybe_utc(value: datetime | None, name: str) -> datetime | None:
+    return None if value is None else as_utc(value, name)

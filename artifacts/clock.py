@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+from .errors import InvalidArgument
+
 
 class Clock(Protocol):
     def now(self) -> datetime:
@@ -28,3 +30,15 @@ class ManualClock:
 
     def advance(self, **kwargs: float) -> None:
         self._now += timedelta(**kwargs)
+
+
+def as_utc(value: datetime, name: str) -> datetime:
+    """In UTC (a naive time is taken as UTC); a time with no UTC form (year 1 at
+    +14:00, found by the API fuzz test) is a clear InvalidArgument naming the
+    field ``name``, not a 500."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise InvalidArgument(f"{name} {value.isoformat()} is outside the range of dates") from None

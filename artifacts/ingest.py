@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from . import audit
 from .blobs.base import AppendableBlobStore
 from .catalog import Catalog, info_of
+from .clock import as_utc
 from .context import Part, StoreContext
 from .db.models import Artifact
 from .errors import Conflict, InvalidArgument, OffsetConflict, QuotaExceeded
@@ -132,7 +133,7 @@ class Ingest(Part):
                 max_bytes=min(c for c in caps if c is not None),
                 line_count=0,
                 segment_count=0,
-                created_at=now if made is None else min(_aware(made), now),
+                created_at=now if made is None else min(as_utc(made, "created_at"), now),
                 updated_at=now,
                 expires_at=resolved.expires_at,
                 retention_requested_s=0 if retention == "forever" else resolved.requested_s,
@@ -236,8 +237,3 @@ class Ingest(Part):
             hashed_size=content.size,
         )
         return self._catalog.get(principal, artifact_id)
-
-
-def _aware(when: datetime) -> datetime:
-    """A time as UTC (a naive one is taken as UTC)."""
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)

@@ -238,6 +238,13 @@ def test_errors_are_json_and_name_the_problem(api: Api) -> None:
         (api.client.post("/v1/artifacts", json={"kind": ""}, headers=h), 400, "kind"),
         (api.client.post("/v1/artifacts", json={"bogus": 1}, headers=h), 400, "bogus"),
         (api.client.post("/v1/artifacts", json={"retention": -5}, headers=h), 400, "retention"),
+        (  # year 1 east of Greenwich has no UTC form (found by the fuzz test)
+            api.client.post(
+                "/v1/artifacts", json={"created_at": "0001-01-01T00:00:00+05:00"}, headers=h
+            ),
+            400,
+            "created_at",
+        ),
         (api.client.get("/v1/admin/usage", headers=h), 403, "admin"),
         (api.client.get("/v1/nowhere", headers=h), 404, "Not Found"),
     ]
