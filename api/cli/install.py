@@ -34,7 +34,10 @@ def register(sub: Any) -> None:
         "--project", action="store_true", help="the project's config, not the user's"
     )
     install.add_argument(
-        "--shell", action="store_true", help="claude-code: its own Bash through overspill run"
+        "--shell",
+        action="store_true",
+        help="the harness's own shell into the store: claude-code and gemini through "
+        "overspill run (a hook); codex: its shell off, overspill's bash in its place",
     )
     install.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     install.add_argument("--http", metavar="URL", help="a server instead of this machine's store")
