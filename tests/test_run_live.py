@@ -14,13 +14,15 @@ import sys
 import time
 from pathlib import Path
 
+from overspill.api.cli.live import HARNESS_VARIABLES
+
 ROOT = Path(__file__).resolve().parents[1]
 GITHUB = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"  # the built-in github_token rule
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
-    for name in ("CLAUDECODE", "GEMINI_CLI", "CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED"):
+    for name in HARNESS_VARIABLES:
         env.pop(name, None)
     env.update(OVERSPILL_HOME=str(home), OVERSPILL_OWNER="user:tester", **extra)
     return env
@@ -131,6 +133,7 @@ def test_off_a_terminal_under_a_harness_or_with_no_live_the_model_view_is_printe
     assert not model_view.startswith("1\n2\n") and "5000\n\n[output truncated;" in model_view
     for how, env in (
         ("harness", _env(tmp_path / "b", CLAUDECODE="1")),
+        ("codex", _env(tmp_path / "e", CODEX_THREAD_ID="01a24dbf")),
         ("--no-live", _env(tmp_path / "c")),
         ("setting", _env(tmp_path / "d", OVERSPILL_LIVE="off")),
     ):

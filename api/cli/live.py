@@ -2,7 +2,7 @@
 a short trailer instead of the model's view.
 
 A person at a terminal wants to watch a build, not wait for its tail. The
-executor hands each chunk (masked, as the store keeps it) to ``TerminalEcho``;
+executor hands each chunk (masked, as the store keeps it) to ``LiveTerminal``;
 the streams stay pipes, so a command colours its output only when told to
 (``--color=always``). Once the command ends, what the person has not seen on
 screen is said in one line per stream: how much there was, and where the whole
@@ -20,9 +20,10 @@ from functools import partial
 from overspill.shell.capture import Echo
 from overspill.shell.results import CollectedOutput, ExecResult
 
-# Set by the harnesses in their commands' environment (Claude Code, Gemini CLI,
-# Codex's sandbox): a terminal there is the model's, not a person's.
-HARNESS_VARIABLES = ("CLAUDECODE", "GEMINI_CLI", "CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED")
+# Set by the harnesses in their commands' environment (Claude Code; Gemini CLI,
+# which runs commands on a pty; Codex 0.171 sets CODEX_THREAD_ID and CODEX_CI, seen
+# through the harness; CODEX_SANDBOX on macOS): a terminal there is the model's.
+HARNESS_VARIABLES = ("CLAUDECODE", "GEMINI_CLI", "CODEX_THREAD_ID", "CODEX_CI", "CODEX_SANDBOX")
 
 
 def wanted(choice: str, *, json_out: bool, env: Mapping[str, str]) -> bool:
