@@ -166,17 +166,22 @@ def _corpus(rng: random.Random, n: int) -> Iterator[tuple[str, bytes, int, bytes
         yield rule, doc, len(head), secret.encode(), expected
 
 
-@pytest.mark.parametrize("fast", [False, True], ids=["first-bytes-engine", "fast-engine"])
-def test_a_thousand_secrets_are_masked_wherever_a_chunk_boundary_cuts_them(fast: bool) -> None:
+@pytest.mark.parametrize(
+    ("fast", "secrets"), [(False, 1000), (True, 300)], ids=["first-bytes-engine", "fast-engine"]
+)
+def test_a_thousand_secrets_are_masked_wherever_a_chunk_boundary_cuts_them(
+    fast: bool, secrets: int
+) -> None:
     """Every rule, 1,000 generated secrets, a boundary at every position inside
     each (and just outside), chunks of 1-4 KiB: all masked, nothing else changed.
     Both engines a stream uses: the one it starts on, and the one past LARGE
-    bytes (Hyperscan where installed, with its narrowed triggers)."""
+    bytes (Hyperscan where installed, with its narrowed triggers; 300 secrets,
+    every rule many times over, as the engines share all but the trigger scan)."""
     rng = random.Random(24)
     rules = ruleset_for()
     failures: list[str] = []
     checked = 0
-    for rule, doc, at, secret, expected in _corpus(rng, 1000):
+    for rule, doc, at, secret, expected in _corpus(rng, secrets):
         size = 1024 * (1 + checked % 4)
         for inside in range(-1, len(secret) + 2):
             cut = at + inside
@@ -192,7 +197,7 @@ def test_a_thousand_secrets_are_masked_wherever_a_chunk_boundary_cuts_them(fast:
             elif r.manifest.counts.get(rule, 0) < 1:
                 failures.append(f"{rule} cut at {inside}: masked but not in the manifest")
     assert not failures, failures[:5]
-    assert checked > 50_000
+    assert checked > 50 * secrets
 
 
 @pytest.mark.parametrize("size", [1024, 2048, 3072, 4096])

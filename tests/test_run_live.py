@@ -125,17 +125,18 @@ def test_a_secret_is_masked_on_the_terminal_as_in_the_store(tmp_path: Path) -> N
 def test_off_a_terminal_under_a_harness_or_with_no_live_the_model_view_is_printed(
     tmp_path: Path,
 ) -> None:
+    # One home for every case: its local server starts once.
     command = ["run", "--max-output-bytes", "200", "--", "seq 1 5000"]
     piped = subprocess.run(
-        _overspill(*command), capture_output=True, env=_env(tmp_path / "a"), cwd=ROOT
+        _overspill(*command), capture_output=True, env=_env(tmp_path / "home"), cwd=ROOT
     )
     model_view = piped.stdout.decode()
     assert not model_view.startswith("1\n2\n") and "5000\n\n[output truncated;" in model_view
     for how, env in (
-        ("harness", _env(tmp_path / "b", CLAUDECODE="1")),
-        ("codex", _env(tmp_path / "e", CODEX_THREAD_ID="01a24dbf")),
-        ("--no-live", _env(tmp_path / "c")),
-        ("setting", _env(tmp_path / "d", OVERSPILL_LIVE="off")),
+        ("harness", _env(tmp_path / "home", CLAUDECODE="1")),
+        ("codex", _env(tmp_path / "home", CODEX_THREAD_ID="01a24dbf")),
+        ("--no-live", _env(tmp_path / "home")),
+        ("setting", _env(tmp_path / "home", OVERSPILL_LIVE="off")),
     ):
         argv = _overspill(*command[:1], "--no-live", *command[1:]) if how == "--no-live" else None
         term = Terminal(argv or _overspill(*command), env, ROOT)
