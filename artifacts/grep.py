@@ -442,17 +442,6 @@ class _Scan:
             return min(hit.end + 1, self.g.content.size)
         return None
 
-    def _record_short(
-        self,
-        chunk: bytes,
-        pos: int,
-        ls: int,
-        end: int,
-        le: int,
-        found: list[tuple[int, int]],
-    ) -> int | None:
-        return self.g.short(self.number, chunk, pos, ls, end, le, found)
-
     def feed(self, chunk: bytes) -> int | None:
         g = self.g
         pos = self._pos
@@ -499,7 +488,7 @@ class _Scan:
             if fast and end - ls <= line_cap:
                 # The common case, kept off the general path (no context, a short
                 # line wholly in this chunk): each match costs a few microseconds.
-                resume = self._record_short(chunk, pos, ls, end, le, found)
+                resume = self.g.short(self.number, chunk, pos, ls, end, le, found)
             else:
                 spans = [(pos + a, pos + b) for a, b in found]
                 resume = self._record(_Hit(self.number, pos + ls, pos + le, spans[0], spans))

@@ -49,8 +49,7 @@ def claude_code_pre_bash(
     if not isinstance(tool_input, dict):
         return None
     command = tool_input.get("command")
-    run = shlex.join([*overspill, "run"])
-    if not isinstance(command, str) or not command.strip() or command.startswith(run):
+    if not isinstance(command, str) or not command.strip() or _wrapped(command, overspill):
         return None
     if tool_input.get("run_in_background"):
         return None

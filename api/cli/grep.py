@@ -122,12 +122,9 @@ def _stream(
     progress = Progress(None, "searched")
     while True:
         params = {
-            "pattern": pattern,
-            "ignore_case": args.ignore_case or None,
-            "fixed": args.fixed_strings or None,
+            **_pattern_params(pattern, args),
             "invert": args.invert_match or None,
             "count": True if quiet else None,
-            "context": args.context or None,
             "after": args.after_context,
             "before": args.before_context,
             "max_count": left,
@@ -163,6 +160,16 @@ def _stream(
     return found, state
 
 
+def _pattern_params(pattern: str, args: argparse.Namespace) -> dict[str, Any]:
+    """What both ways of asking the server (rows, JSON pages) say of the pattern."""
+    return {
+        "pattern": pattern,
+        "ignore_case": args.ignore_case or None,
+        "fixed": args.fixed_strings or None,
+        "context": args.context or None,
+    }
+
+
 # -- --json: the server's pages --------------------------------------------------------
 
 
@@ -174,10 +181,7 @@ def _json_pages(
     found = 0
     while True:
         params = {
-            "pattern": pattern,
-            "ignore_case": args.ignore_case or None,
-            "fixed": args.fixed_strings or None,
-            "context": args.context or None,
+            **_pattern_params(pattern, args),
             "max_matches": min(left or _MAX_PAGE, _MAX_PAGE),
             "offset": offset,
             "final": True if left is not None and left <= _MAX_PAGE else None,

@@ -25,25 +25,19 @@ class Progress:
         *,
         data_to_stdout: bool = True,
         quiet: bool = False,
-        unit: str = "B",
     ) -> None:
-        self.total = total
-        self.done = 0
-        self.enabled = (
-            not quiet and sys.stderr.isatty() and not (data_to_stdout and sys.stdout.isatty())
-        )
+        shown = not quiet and sys.stderr.isatty() and not (data_to_stdout and sys.stdout.isatty())
         self._lock = threading.Lock()  # adopt's workers advance one bar
         self._bar: Any = None
-        if self.enabled:
+        if shown:
             from tqdm import tqdm
 
-            bytes_unit = unit == "B"
             self._bar = tqdm(
                 total=total,
                 desc=verb,
-                unit=unit,
-                unit_scale=bytes_unit,
-                unit_divisor=1024 if bytes_unit else 1000,
+                unit="B",
+                unit_scale=True,
+                unit_divisor=1024,
                 file=sys.stderr,
                 delay=_DELAY_S,
                 mininterval=_EVERY_S,
@@ -52,9 +46,8 @@ class Progress:
             )
 
     def advance(self, n: int) -> None:
-        with self._lock:
-            self.done += n
-            if self._bar is not None:
+        if self._bar is not None:
+            with self._lock:
                 self._bar.update(n)
 
     def finish(self) -> None:
