@@ -65,7 +65,7 @@ class HyperscanFinder:
 
     def found(self, data: bytes | bytearray | memoryview) -> bool:
         try:
-            self._db.scan(bytes(data), match_event_handler=_stop, scratch=self._scratch)
+            self._db.scan(data, match_event_handler=_stop, scratch=self._scratch)
         except self._hs.ScanTerminated:
             return True
         return False

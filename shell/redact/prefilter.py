@@ -169,23 +169,28 @@ class HyperscanPrefilter:
                 found.append((end - lens[ident], ident))
             return 0
 
-        raw = bytes(data)
-        self._db.scan(raw, match_event_handler=on_match, scratch=self._scratch)
+        # Hyperscan scans any buffer in place: a chunk is not copied to be searched.
+        self._db.scan(data, match_event_handler=on_match, scratch=self._scratch)
         if narrowed:
-            # The trigger a match starts with is the last one before its end.
-            seen = {(raw.rfind(self._literals[i], 0, end), i) for end, i in ends}
-            seen.update(self._near_end(raw))
+            seen = set(self._near_end(data))
+            if ends:  # (rare: a URL that may hold a password)
+                # The trigger a match starts with is the last one before its end.
+                text = data if not isinstance(data, memoryview) else bytes(data)
+                seen.update((text.rfind(self._literals[i], 0, end), i) for end, i in ends)
             found += seen
         return iter(found)
 
-    def _near_end(self, raw: bytes) -> Iterator[tuple[int, int]]:
-        """Narrowed triggers whose secret may still be arriving."""
+    def _near_end(self, data: bytes | bytearray | memoryview) -> Iterator[tuple[int, int]]:
+        """Narrowed triggers whose secret may still be arriving (only the last
+        ``reach`` bytes are copied to be searched)."""
         for i, reach in self._narrowed.items():
             lit = self._literals[i]
-            pos = raw.find(lit, max(0, len(raw) - reach))
+            start = max(0, len(data) - reach)
+            tail = bytes(data[start:])
+            pos = tail.find(lit)
             while pos >= 0:
-                yield pos, i
-                pos = raw.find(lit, pos + 1)
+                yield start + pos, i
+                pos = tail.find(lit, pos + 1)
 
     def any(self, data: bytes | bytearray | memoryview) -> bool:
         if self._db is None:
@@ -196,12 +201,11 @@ class HyperscanPrefilter:
             seen.append(True)
             return 1  # stop the scan
 
-        raw = bytes(data)
         try:
-            self._db.scan(raw, match_event_handler=on_match, scratch=self._scratch)
+            self._db.scan(data, match_event_handler=on_match, scratch=self._scratch)
         except self._hs.ScanTerminated:
             pass
-        return bool(seen) or next(self._near_end(raw), None) is not None
+        return bool(seen) or next(self._near_end(data), None) is not None
 
 
 def fastest(
