@@ -28,11 +28,8 @@ PLANNED = 4096
 """Segments a read fetches before its first byte (32 GiB at the default 8 MiB)."""
 _BATCH = 256
 _FEW = 64  # at most this many segments are read once and kept by a Content
-# ... or this many where the artifact is small enough for its compressed frames to
-# be that many: every frame of a 32 MiB output (128) read once made a 100-line tail
-# 14.8 -> 4.0 ms and a 64 KiB window 8.2 -> 4.1 ms, where each read had queried its
-# segments anew. A larger artifact keeps _FEW: reading 512 rows to drop them cost
-# its window 3 ms.
+# ... or this many where its frames can be that many (a 32 MiB output's 128 read once:
+# tail 14.8 -> 4.0 ms); a larger one keeps _FEW (512 rows read to be dropped: +3 ms).
 _FEW_FRAMES = 512
 
 
