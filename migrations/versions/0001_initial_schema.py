@@ -8,15 +8,11 @@ The previous release keeps running while this applies: add columns nullable or
 with server defaults, never rename or drop in the same release that stops using.
 """
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0001"
 down_revision: str | None = None
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

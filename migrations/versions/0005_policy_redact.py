@@ -8,15 +8,11 @@ Nullable, so the previous release keeps running while this applies: it never
 sets the column, and this release reads NULL as "inherit" (on, at the top).
 """
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0005"
 down_revision: str | None = "0004"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:

@@ -8,15 +8,11 @@ Nullable, so the previous release keeps running while this applies: it never
 compacts, and this release reads NULL as "stored as it is".
 """
 
-from collections.abc import Sequence
-
 import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0006"
 down_revision: str | None = "0005"
-branch_labels: str | Sequence[str] | None = None
-depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
