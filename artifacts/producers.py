@@ -85,9 +85,20 @@ class Producer:
         raise NotImplementedError
 
     def cut_locked(self, *, wait: bool, refill: bool = True) -> None:
-        """Hand the current segment, if it has bytes, to the loop. ``wait`` (the
-        producer) blocks for room, which is the writer's backpressure; ``refill``
-        is off at close (no more bytes will come)."""
+        """Hand the current segment, if it has bytes, to the loop (once the
+        writer failed or stopped, drop it). ``wait`` (the producer) blocks for
+        room, which is the writer's backpressure; ``refill`` is off at close (no
+        more bytes will come)."""
+        w = self.w
+        if not self.fill:
+            return
+        if w.error or w.stopped:
+            self.fill = 0
+            return
+        self.hand_over_locked(w.next_offset_locked() - self.fill, wait=wait, refill=refill)
+
+    def hand_over_locked(self, offset: int, *, wait: bool, refill: bool) -> None:
+        """``cut_locked``'s own part: the segment at ``offset`` to the writer."""
         raise NotImplementedError
 
     def index(self, item: Pending) -> StagedSegment | None:
@@ -149,14 +160,8 @@ class BufferedProducer(Producer):
                     self.cut_locked(wait=True)
             view = view[len(piece) :]
 
-    def cut_locked(self, *, wait: bool, refill: bool = True) -> None:
+    def hand_over_locked(self, offset: int, *, wait: bool, refill: bool) -> None:
         w = self.w
-        if not self.fill:
-            return
-        if w.error or w.stopped:
-            self.fill = 0
-            return
-        offset = w.next_offset_locked() - self.fill
         w.hand_over_locked(Pending(offset, self.fill, buf=self._buffer))
         self.fill = 0
         if not refill:
@@ -260,14 +265,8 @@ class PlacingProducer(Producer):
                     self.cut_locked(wait=True)
             view = view[len(piece) :]
 
-    def cut_locked(self, *, wait: bool, refill: bool = True) -> None:
+    def hand_over_locked(self, offset: int, *, wait: bool, refill: bool) -> None:
         w = self.w
-        if not self.fill:
-            return
-        if w.error or w.stopped:
-            self.fill = 0
-            return
-        offset = w.next_offset_locked() - self.fill
         w.hand_over_locked(
             Pending(
                 offset,

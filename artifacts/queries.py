@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import bounds as b
 from .bounds import MAX_OFFSET, MAX_PAGE
+from .errors import InvalidArgument
 
 State = Literal["writing", "complete", "capped", "incomplete", "failed", "expired", "deleted"]
 
@@ -118,11 +119,22 @@ class TextQuery(_Query):
 
 
 class TailQuery(_Query):
+    """The last lines or bytes: one of the two (neither: the last 100 lines)."""
+
     lines: int | None = Field(
         default=None, ge=1, le=b.MAX_TAIL_LINES, description="The last N lines"
     )
     bytes: int | None = Field(default=None, ge=1, le=MAX_OFFSET, description="The last N bytes")
     max_bytes: int | None = Field(default=None, ge=1, le=b.MAX_WINDOW_BYTES)
+
+    def chosen(self) -> tuple[int | None, int | None]:
+        """``(lines, bytes)`` with exactly one set, checked here so that every
+        path to a tail (HTTP, tools, in process) answers a bad pair alike."""
+        if self.lines is not None and self.bytes is not None:
+            raise InvalidArgument("give lines or bytes for a tail, not both")
+        if self.lines is None and self.bytes is None:
+            return b.DEFAULT_TAIL_LINES, None
+        return self.lines, self.bytes
 
 
 class LineQuery(_Query):

@@ -19,7 +19,7 @@ from .errors import (
     NotFound,
     StorageUnavailable,
 )
-from .queries import GrepLinesQuery, GrepQuery, LineQuery
+from .queries import GrepLinesQuery, GrepQuery, LineQuery, TailQuery
 from .records import (
     GONE_STATES,
     ArtifactInfo,
@@ -94,21 +94,14 @@ class Reader(Part):
         )
         return _stated(window, info)
 
-    def tail(
-        self,
-        principal: Principal,
-        artifact_id: str,
-        *,
-        lines: int | None = None,
-        nbytes: int | None = None,
-        max_bytes: int | None = None,
-    ) -> TailWindow:
+    def tail(self, principal: Principal, artifact_id: str, query: TailQuery) -> TailWindow:
+        lines, nbytes = query.chosen()
         info, content = self._readable(principal, artifact_id)
         window = reads.tail(
             content,
             lines=lines,
             nbytes=nbytes,
-            max_bytes=self._bound(max_bytes),
+            max_bytes=self._bound(query.max_bytes),
             complete=info.complete,
         )
         return _stated(window, info)
@@ -127,16 +120,22 @@ class Reader(Part):
         return contents
 
     def grep_content(
-        self, info: ArtifactInfo, content: Content, query: GrepQuery, *, scan_bytes: int
+        self,
+        info: ArtifactInfo,
+        content: Content,
+        query: GrepQuery,
+        *,
+        scan_bytes: int,
+        max_bytes: int | None = None,
     ) -> GrepResult:
-        """``grep`` of a content from ``listed_contents`` (an output deleted since
-        it was listed answers Gone from its read)."""
+        """``grep`` of a content already open (``listed_contents``: an output
+        deleted since it was listed answers Gone from its read)."""
         from . import grep
 
         found = grep.grep(
             content,
             query,
-            max_bytes=self._bound(None),
+            max_bytes=self._bound(max_bytes),
             scan_bytes=scan_bytes,
             complete=info.complete,
         )
@@ -151,20 +150,13 @@ class Reader(Part):
         max_bytes: int | None = None,
         scan_bytes: int = 256 * 1024 * 1024,
     ) -> GrepResult:
-        from . import grep, grep_patterns  # RE2 loads with the first search
+        from . import grep_patterns  # RE2 loads with the first search
 
         grep_patterns.compile_pattern(
             query.pattern, ignore_case=query.ignore_case, fixed=query.fixed
         )
         info, content = self._readable(principal, artifact_id)  # after: fail fast on a bad regex
-        found = grep.grep(
-            content,
-            query,
-            max_bytes=self._bound(max_bytes),
-            scan_bytes=scan_bytes,
-            complete=info.complete,
-        )
-        return _stated(found, info)
+        return self.grep_content(info, content, query, scan_bytes=scan_bytes, max_bytes=max_bytes)
 
     def grep_lines(
         self, principal: Principal, artifact_id: str, query: GrepLinesQuery

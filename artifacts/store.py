@@ -44,7 +44,7 @@ from .home import ensure_home
 from .ingest import Ingest
 from .policies import Policies
 from .publishing import Publisher
-from .queries import GrepLinesQuery, GrepQuery, LineQuery, ListQuery, SearchQuery
+from .queries import GrepLinesQuery, GrepQuery, LineQuery, ListQuery, SearchQuery, TailQuery
 from .quotas import Quotas
 from .reading import Reader
 from .records import (
@@ -184,18 +184,8 @@ class ArtifactStore:
     def lines(self, principal: Principal, artifact_id: str, query: LineQuery) -> LineWindow:
         return self.reader.lines(principal, artifact_id, query)
 
-    def tail(
-        self,
-        principal: Principal,
-        artifact_id: str,
-        *,
-        lines: int | None = None,
-        nbytes: int | None = None,
-        max_bytes: int | None = None,
-    ) -> TailWindow:
-        return self.reader.tail(
-            principal, artifact_id, lines=lines, nbytes=nbytes, max_bytes=max_bytes
-        )
+    def tail(self, principal: Principal, artifact_id: str, query: TailQuery) -> TailWindow:
+        return self.reader.tail(principal, artifact_id, query)
 
     def grep_lines(
         self, principal: Principal, artifact_id: str, query: GrepLinesQuery

@@ -20,17 +20,22 @@ import secrets
 import time
 from datetime import UTC, datetime, timedelta
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
 from . import audit
-from .bounds import TOKEN_CACHE_S
+from .bounds import (
+    MAX_OWNER_CHARS,
+    MAX_TOKEN_LABEL_CHARS,
+    MAX_TOKEN_LIFETIME_S,
+    TOKEN_CACHE_S,
+)
 from .clock import Clock
 from .db.models import ApiToken, ServerKey
 from .db.unit import Database
 from .errors import InvalidArgument, NotFound
-from .records import ROLES, Principal
+from .records import Principal, Role
 
 TOKEN_PREFIX = "ovs_"
 MAX_TICKET_S = 3600
@@ -54,6 +59,23 @@ class TokenInfo(BaseModel):
     expires_at: datetime | None
     revoked_at: datetime | None
     last_used_at: datetime | None
+
+
+class NewToken(BaseModel):
+    """A token to issue: for whom, in which role, for how long. The one
+    statement of a valid request (the admin route's body is this model)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    principal: str = Field(
+        min_length=1,
+        max_length=MAX_OWNER_CHARS,
+        pattern=r"^\S+$",
+        description="e.g. agent:ci-bot or user:alice",
+    )
+    role: Role = "agent"
+    label: str | None = Field(default=None, max_length=MAX_TOKEN_LABEL_CHARS)
+    expires_in_s: int | None = Field(default=None, gt=0, le=MAX_TOKEN_LIFETIME_S)
 
 
 class IssuedToken(BaseModel):
@@ -114,23 +136,8 @@ class TokenStore:
             return False, None  # expired since: ask the database again
         return True, hit[0]
 
-    def create(
-        self,
-        principal: str,
-        role: str,
-        *,
-        label: str | None = None,
-        expires_in_s: int | None = None,
-        created_by: str | None = None,
-    ) -> IssuedToken:
-        if role not in ROLES:
-            raise InvalidArgument(f"unknown role {role!r}: one of {', '.join(ROLES)}")
-        if not principal or len(principal) > 200 or any(c.isspace() for c in principal):
-            raise InvalidArgument(
-                "principal must be 1-200 characters without spaces, e.g. agent:ci-bot"
-            )
-        if expires_in_s is not None and expires_in_s <= 0:
-            raise InvalidArgument("expires_in_s must be positive")
+    def create(self, new: NewToken, *, created_by: str | None = None) -> IssuedToken:
+        principal, role, label, expires_in_s = new.principal, new.role, new.label, new.expires_in_s
         now = self._clock.now()
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
         row = ApiToken(

@@ -85,10 +85,13 @@ class StoreSink:
             source=source,
             max_bytes=self._max_bytes,
         )
-        return _WriterStream(writer)
+        return WriterStream(writer)
 
 
-class _WriterStream:
+class WriterStream:
+    """One stream's artifact over an ``ArtifactWriter``; how it is reported when
+    done is ``close``'s (a remote sink asks the server, see ``api.client.sinks``)."""
+
     def __init__(self, writer: ArtifactWriter) -> None:
         self._writer = writer
 

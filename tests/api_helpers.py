@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 from overspill.api.server.app import create_app
 from overspill.api.settings import ServerSettings, Settings
 from overspill.artifacts.store import ArtifactStore
+from overspill.artifacts.tokens import NewToken
 
 
 def settings_with(**server: object) -> Settings:
@@ -42,9 +43,9 @@ def make_api(store: ArtifactStore) -> Api:
         store=store,
         app=app,
         client=TestClient(app),
-        alice=store.tokens.create("user:alice", "user").token,
-        bob=store.tokens.create("user:bob", "user").token,
-        admin=store.tokens.create("user:root", "admin").token,
+        alice=store.tokens.create(NewToken(principal="user:alice", role="user")).token,
+        bob=store.tokens.create(NewToken(principal="user:bob", role="user")).token,
+        admin=store.tokens.create(NewToken(principal="user:root", role="admin")).token,
     )
 
 

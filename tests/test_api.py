@@ -8,6 +8,7 @@ import re
 import pytest
 
 from overspill.artifacts.store import ArtifactStore
+from overspill.artifacts.tokens import NewToken
 from tests.api_helpers import Api, make_api
 
 ZERO_ID = "art_" + "0" * 26
@@ -276,7 +277,9 @@ def test_revoked_and_expired_tokens_stop_working(api: Api) -> None:
 
     clock = ManualClock()
     api.store.tokens._clock = clock
-    short = api.store.tokens.create("agent:brief", "agent", expires_in_s=60).token
+    short = api.store.tokens.create(
+        NewToken(principal="agent:brief", role="agent", expires_in_s=60)
+    ).token
     assert api.client.get("/v1/artifacts", headers=api.h(short)).status_code == 200
     clock.advance(seconds=61)
     assert api.client.get("/v1/artifacts", headers=api.h(short)).status_code == 401
@@ -416,7 +419,7 @@ def test_download_links_die_with_their_token_and_their_lifetime(api: Api) -> Non
     art = _upload(api, b"short-lived")
     clock = ManualClock()
     api.store.tokens._clock = clock
-    issued = api.store.tokens.create("user:alice", "user")
+    issued = api.store.tokens.create(NewToken(principal="user:alice", role="user"))
     link = api.client.post(f"/v1/artifacts/{art}/download-link", headers=api.h(issued.token)).json()
     assert api.client.get(link["url"]).status_code == 200
     clock.advance(seconds=121)

@@ -16,6 +16,7 @@ from schemathesis.checks import not_a_server_error
 from overspill.api.server.app import create_app
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.store import ArtifactStore
+from overspill.artifacts.tokens import NewToken
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -36,7 +37,7 @@ def fuzz_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Artif
 
 @pytest.fixture
 def fuzz_token(fuzz_store: ArtifactStore) -> str:
-    return fuzz_store.tokens.create("user:root", "admin").token
+    return fuzz_store.tokens.create(NewToken(principal="user:root", role="admin")).token
 
 
 @pytest.fixture

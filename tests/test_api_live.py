@@ -17,8 +17,9 @@ import pytest
 
 from overspill.api.client.http import OverspillClient, RemoteSink
 from overspill.artifacts.errors import Gone, NotFound, OffsetConflict
-from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
+from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, TailQuery
 from overspill.artifacts.store import ArtifactStore
+from overspill.artifacts.tokens import NewToken
 from overspill.shell import ExecRequest, Executor, ShellSettings
 from tests.api_helpers import Api, live_server, make_api
 from tests.helpers import ALICE, cli_env, run_cli
@@ -48,7 +49,7 @@ def test_the_client_covers_the_api(server: tuple[Api, str]) -> None:
         assert b"".join(c.iter_content(info.id)) == data
         assert b"".join(c.iter_content(info.id, 10, 20)) == data[10:20]
         assert c.lines(info.id, LineQuery(start=1000, count=1)).lines[0].text == "row 999"
-        assert c.tail(info.id, lines=1).text == "row 199999\n"
+        assert c.tail(info.id, TailQuery(lines=1)).text == "row 199999\n"
         assert c.grep(info.id, GrepQuery(pattern="^row 12345$")).matches[0].line.number == 12346
         assert c.list(ListQuery(session_id="s-9")).items[0].id == info.id
         assert c.pin(info.id, "keep").pinned
@@ -214,7 +215,7 @@ def test_a_token_revoked_by_another_process_is_refused_within_the_window_said(
 
     home = tmp_path / "home"
     store = ArtifactStore.open(StoreSettings(home=home))
-    issued = store.tokens.create("user:alice", "user")
+    issued = store.tokens.create(NewToken(principal="user:alice", role="user"))
     try:
         with live_server(create_app(store)) as url:
             h = {"Authorization": f"Bearer {issued.token}"}

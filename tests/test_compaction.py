@@ -17,7 +17,7 @@ import pytest
 from overspill.artifacts.compaction import Compactor
 from overspill.artifacts.errors import StorageUnavailable
 from overspill.artifacts.frames import FRAME_BYTES
-from overspill.artifacts.queries import GrepQuery, LineQuery
+from overspill.artifacts.queries import GrepQuery, LineQuery, TailQuery
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
 from tests.helpers import ALICE, BOB, write_artifact
@@ -53,7 +53,7 @@ def _reads(store: ArtifactStore, artifact_id: str) -> list[Any]:
         [store.read_bytes(ALICE, artifact_id, a, b) for a, b in spans],
         store.text(ALICE, artifact_id, FRAME_BYTES * 2 - 10, 5000).model_dump(),
         store.lines(ALICE, artifact_id, LineQuery(start=9_000, count=40)).model_dump(),
-        store.tail(ALICE, artifact_id, lines=25).model_dump(),
+        store.tail(ALICE, artifact_id, TailQuery(lines=25)).model_dump(),
         store.grep(ALICE, artifact_id, GrepQuery(pattern=r"module_13\.c", context=1)).model_dump(),
     ]
 

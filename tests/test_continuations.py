@@ -28,6 +28,7 @@ from overspill.api.client.in_process import InProcessClient
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
+from overspill.artifacts.tokens import NewToken
 from overspill.shell.wording import find_calls
 from tests.api_helpers import live_server, make_api
 from tests.helpers import cli_env, run_cli, write_artifact
@@ -95,7 +96,7 @@ def ask(request: pytest.FixtureRequest, home: tuple[Path, dict[str, str]]) -> It
         yield lambda name, args: _text(tools.handle(name, args))
     else:
         api = make_api(store)
-        token = store.tokens.create(OWNER.name, OWNER.role).token
+        token = store.tokens.create(NewToken(principal=OWNER.name, role=OWNER.role)).token
         with live_server(api.app) as url, OverspillClient(url, token) as client:
             tools = ArtifactTools(client)
             yield lambda name, args: _text(tools.handle(name, args))

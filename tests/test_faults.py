@@ -20,6 +20,7 @@ import pytest
 from overspill.artifacts.blobs.s3 import S3BlobStore
 from overspill.artifacts.db.engine import make_engine, upgrade
 from overspill.artifacts.store import ArtifactStore
+from overspill.artifacts.tokens import NewToken
 from overspill.shell import ExecRequest, Executor, ShellSettings, StoreSink
 from tests.helpers import ALICE, short_complete, store_settings
 
@@ -465,7 +466,7 @@ def test_a_full_disk_behind_a_server_counts_what_the_server_published(
 
     (small_disk / "ballast").write_bytes(b"\0" * (12 << 20))  # about 12 MiB stay free
     store = ArtifactStore.open(StoreSettings(home=small_disk / "home", segment_bytes=1 << 20))
-    token = store.tokens.create("user:alice", "user").token
+    token = store.tokens.create(NewToken(principal="user:alice", role="user")).token
     try:
         with live_server(create_app(store, settings_with())) as url:
             # One 32 MiB append: the server stores it in 8 MiB batches, and the

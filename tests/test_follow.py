@@ -16,6 +16,7 @@ from overspill.api.server.app import create_app
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
+from overspill.artifacts.tokens import NewToken
 from tests.api_helpers import live_server, settings_with
 from tests.helpers import ALICE
 
@@ -26,7 +27,7 @@ def test_many_idle_followers_hold_no_worker_threads(store: ArtifactStore) -> Non
     # AnyIO's thread pool has 40 workers: 60 followers that each parked one (as
     # they used to) would leave none for any other request.
     app = create_app(store, settings_with(max_followers=100))
-    token = store.tokens.create("user:alice", "user").token
+    token = store.tokens.create(NewToken(principal="user:alice", role="user")).token
     writer = store.open_writer(ALICE)
     writer.write(b"first\n")
     writer.flush()
@@ -52,8 +53,8 @@ def test_many_idle_followers_hold_no_worker_threads(store: ArtifactStore) -> Non
 
 def test_a_principal_past_its_follower_bound_gets_a_429(store: ArtifactStore) -> None:
     app = create_app(store, settings_with(max_followers=2))
-    token = store.tokens.create("user:alice", "user").token
-    other = store.tokens.create("user:bob", "user").token
+    token = store.tokens.create(NewToken(principal="user:alice", role="user")).token
+    other = store.tokens.create(NewToken(principal="user:bob", role="user")).token
     writer = store.open_writer(ALICE)
     writer.write(b"x")
     writer.flush()

@@ -48,10 +48,13 @@ def _expected(data: bytes, pattern: str) -> list[int]:
     ]
 
 
-def _all_matches(store: ArtifactStore, art: str, pattern: str, **kw: object) -> list[int]:
+def _all_matches(
+    store: ArtifactStore, art: str, pattern: str, *, scan_bytes: int = 2**28, max_matches: int = 100
+) -> list[int]:
     found, offset = [], 0
-    for _ in range(10_000):
-        res = store.grep(ALICE, art, GrepQuery(pattern=pattern, offset=offset, **kw))  # type: ignore[arg-type]
+    for _ in range(100_000):
+        query = GrepQuery(pattern=pattern, offset=offset, max_matches=max_matches)
+        res = store.grep(ALICE, art, query, scan_bytes=scan_bytes)
         found += [m.line.number for m in res.matches]
         if not res.truncated:
             assert res.eof

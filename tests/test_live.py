@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from overspill.artifacts.config import StoreSettings
-from overspill.artifacts.queries import ListQuery
+from overspill.artifacts.queries import ListQuery, TailQuery
 from overspill.artifacts.store import ArtifactStore
 from tests.helpers import ALICE
 
@@ -155,5 +155,5 @@ def test_a_writer_killed_with_sigkill_leaves_an_incomplete_artifact(
     assert info.state == "incomplete"
     assert info.size_bytes == len(b"flushed line\n") * 1000
     assert shared_store.text(ALICE, art, 0, 100).text.startswith("flushed line\n")
-    assert shared_store.tail(ALICE, art, lines=1).text == "flushed line\n"
+    assert shared_store.tail(ALICE, art, TailQuery(lines=1)).text == "flushed line\n"
     assert shared_store.list(ALICE, ListQuery(state="incomplete")).items[0].id == art

@@ -21,6 +21,7 @@ from overspill.api.server.app import create_app
 from overspill.api.settings import ClientSettings, ServerSettings, Settings
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
+from overspill.artifacts.tokens import NewToken
 from overspill.shell import ExecRequest, Executor, ShellSettings, StoreSink
 from overspill.shell.redact.policy import Redaction
 from tests.helpers import cli_env, run_cli
@@ -67,7 +68,7 @@ def test_a_result_saved_over_http_is_masked_with_the_admins_rules(
     store: ArtifactStore,
 ) -> None:
     app = create_app(store, _settings(store))
-    token = store.tokens.create(AGENT.name, AGENT.role).token
+    token = store.tokens.create(NewToken(principal=AGENT.name, role=AGENT.role)).token
     with TestClient(app) as client:
         r = client.post(
             "/v1/results?tool=web_fetch",
@@ -81,7 +82,9 @@ def test_a_result_saved_over_http_is_masked_with_the_admins_rules(
 
 def test_an_upload_is_masked_with_the_admins_rules(store: ArtifactStore) -> None:
     app = create_app(store, _settings(store))
-    headers = {"Authorization": f"Bearer {store.tokens.create(AGENT.name, AGENT.role).token}"}
+    headers = {
+        "Authorization": f"Bearer {store.tokens.create(NewToken(principal=AGENT.name, role=AGENT.role)).token}"
+    }
     with TestClient(app) as client:
         created = client.post("/v1/artifacts", json={"name": "upload.log"}, headers=headers)
         art = created.json()["id"]

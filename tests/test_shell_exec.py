@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from overspill.artifacts.errors import StorageUnavailable
-from overspill.artifacts.queries import LineQuery, ListQuery
+from overspill.artifacts.queries import LineQuery, ListQuery, TailQuery
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell import ExecRequest, Executor, ShellSettings, SpawnError, StoreSink
 from overspill.shell.sink import DeferredSink
@@ -364,7 +364,7 @@ def test_a_background_job_streams_into_a_live_artifact(
     assert store.lines(ALICE, art_id, LineQuery(start=1, count=1)).lines[0].text == "1"
     result = job.wait(timeout=20)
     assert result is not None and result.stdout.artifact and result.stdout.artifact.id == art_id
-    assert store.tail(ALICE, art_id, lines=1).text == "tail-end\n"
+    assert store.tail(ALICE, art_id, TailQuery(lines=1)).text == "tail-end\n"
 
 
 def test_building_an_executor_touches_no_temp_directory(

@@ -20,7 +20,7 @@ from overspill.artifacts.errors import (
     NotFound,
     StorageUnavailable,
 )
-from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
+from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, TailQuery
 from overspill.artifacts.store import ArtifactStore
 from tests.helpers import ADMIN, ALICE, BOB, write_artifact
 
@@ -138,25 +138,25 @@ def test_empty_artifact_reads(store: ArtifactStore) -> None:
     assert store.text(ALICE, art).text == ""
     assert store.text(ALICE, art).eof
     assert store.lines(ALICE, art, LineQuery()).lines == []
-    assert store.tail(ALICE, art, lines=5).text == ""
+    assert store.tail(ALICE, art, TailQuery(lines=5)).text == ""
     assert store.grep(ALICE, art, GrepQuery(pattern="x")).matches == []
 
 
 def test_tail_by_lines_and_bytes(store: ArtifactStore) -> None:
     data = b"".join(b"row %d\n" % i for i in range(100))
     art = write_artifact(store, data, chunks=[333])
-    t = store.tail(ALICE, art, lines=3)
+    t = store.tail(ALICE, art, TailQuery(lines=3))
     assert t.text == "row 97\nrow 98\nrow 99\n" and t.first_line == 98
-    assert store.tail(ALICE, art, nbytes=7).text == "\nrow 99\n"[-7:]
+    assert store.tail(ALICE, art, TailQuery(bytes=7)).text == "\nrow 99\n"[-7:]
     nofinal = write_artifact(store, b"a\nb\nc")
-    assert store.tail(ALICE, nofinal, lines=2).text == "b\nc"
+    assert store.tail(ALICE, nofinal, TailQuery(lines=2)).text == "b\nc"
     crlf = write_artifact(store, b"x\r\ny\r\n")
-    assert store.tail(ALICE, crlf, lines=1).text == "y\r\n"
+    assert store.tail(ALICE, crlf, TailQuery(lines=1)).text == "y\r\n"
 
 
 def test_tail_is_bounded_and_says_so(store: ArtifactStore) -> None:
     art = write_artifact(store, b"x" * 10_000)
-    t = store.tail(ALICE, art, lines=1, max_bytes=100)
+    t = store.tail(ALICE, art, TailQuery(lines=1, max_bytes=100))
     assert len(t.text) == 100 and t.truncated and t.first_line is None
 
 
@@ -569,7 +569,7 @@ def test_tail_numbers_its_first_line_without_reading_the_whole_segment(
             yield chunk
 
     monkeypatch.setattr(store.blobs, "read", counting)
-    t = store.tail(ALICE, art, lines=2)
+    t = store.tail(ALICE, art, TailQuery(lines=2))
     total = data.count(b"\n")
     assert t.text == f"row {total - 2:06d}\nrow {total - 1:06d}\n"
     assert t.first_line == total - 1 and t.last_line == total

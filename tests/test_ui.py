@@ -22,6 +22,7 @@ import pytest
 from overspill.api.server.app import create_app
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
+from overspill.artifacts.tokens import NewToken
 from tests.api_helpers import live_server
 from tests.conftest import _truncate_all
 from tests.helpers import make_bucket, store_settings, write_artifact
@@ -74,7 +75,7 @@ class Site:
 
 def _site(store: ArtifactStore) -> Iterator[Site]:
     tokens = {
-        name: store.tokens.create(p.name, p.role).token
+        name: store.tokens.create(NewToken(principal=p.name, role=p.role)).token
         for name, p in (("admin", ROOT), ("alice", ALICE), ("bob", BOB))
     }
     with live_server(create_app(store)) as url:

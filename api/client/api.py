@@ -20,7 +20,13 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, SearchQuery
+    from overspill.artifacts.queries import (
+        GrepQuery,
+        LineQuery,
+        ListQuery,
+        SearchQuery,
+        TailQuery,
+    )
     from overspill.artifacts.records import (
         ArtifactInfo,
         ArtifactPage,
@@ -54,14 +60,9 @@ class StoreClient(Protocol):
 
     def lines(self, artifact_id: str, query: LineQuery) -> LineWindow: ...
 
-    def tail(
-        self,
-        artifact_id: str,
-        *,
-        lines: int | None = None,
-        nbytes: int | None = None,
-        max_bytes: int | None = None,
-    ) -> TailWindow: ...
+    def tail(self, artifact_id: str, query: TailQuery) -> TailWindow:
+        """The last lines or bytes (``query.chosen()``), bounded."""
+        ...
 
     def grep(self, artifact_id: str, query: GrepQuery) -> GrepResult:
         """One bounded page of matches and the offset that resumes the scan."""

@@ -15,7 +15,7 @@ from typing import Any
 from overspill.artifacts.audit import AuditEntry
 from overspill.artifacts.gc_pause import cyclic_gc_paused
 from overspill.artifacts.policies import PolicySpec, PolicyView, Preview
-from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, SearchQuery
+from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, SearchQuery, TailQuery
 from overspill.artifacts.records import (
     ArtifactInfo,
     ArtifactPage,
@@ -26,7 +26,7 @@ from overspill.artifacts.records import (
     TextWindow,
 )
 from overspill.artifacts.sweeper import SweepReport
-from overspill.artifacts.tokens import IssuedToken, TokenInfo
+from overspill.artifacts.tokens import IssuedToken, NewToken, TokenInfo
 from overspill.artifacts.writes import NewArtifact
 
 from ..results import SavedResult, SaveRequest
@@ -126,16 +126,8 @@ class OverspillClient:
     def lines(self, artifact_id: str, query: LineQuery) -> LineWindow:
         return LineWindow.model_validate(self._calls.lines(artifact_id, query.params()))
 
-    def tail(
-        self,
-        artifact_id: str,
-        *,
-        lines: int | None = None,
-        nbytes: int | None = None,
-        max_bytes: int | None = None,
-    ) -> TailWindow:
-        params = {"lines": lines, "bytes": nbytes, "max_bytes": max_bytes}
-        return TailWindow.model_validate(self._calls.tail(artifact_id, params))
+    def tail(self, artifact_id: str, query: TailQuery) -> TailWindow:
+        return TailWindow.model_validate(self._calls.tail(artifact_id, query.params()))
 
     def grep(self, artifact_id: str, query: GrepQuery) -> GrepResult:
         raw = self._calls.grep(artifact_id, query.params())
@@ -152,19 +144,8 @@ class OverspillClient:
     def usage(self) -> builtins.list[dict[str, Any]]:
         return self._calls.usage()
 
-    def create_token(
-        self,
-        principal: str,
-        role: str,
-        *,
-        label: str | None = None,
-        expires_in_s: int | None = None,
-    ) -> IssuedToken:
-        return IssuedToken.model_validate(
-            self._calls.create_token(
-                principal=principal, role=role, label=label, expires_in_s=expires_in_s
-            )
-        )
+    def create_token(self, new: NewToken) -> IssuedToken:
+        return IssuedToken.model_validate(self._calls.create_token(**new.model_dump()))
 
     def list_tokens(self) -> builtins.list[TokenInfo]:
         return [TokenInfo.model_validate(t) for t in self._calls.list_tokens()]

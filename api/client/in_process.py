@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable, Iterator
 
 from overspill.artifacts.follow import Backoff
-from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, SearchQuery
+from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, SearchQuery, TailQuery
 from overspill.artifacts.records import (
     ArtifactInfo,
     ArtifactPage,
@@ -83,17 +83,8 @@ class InProcessClient:
     def lines(self, artifact_id: str, query: LineQuery) -> LineWindow:
         return self.store.lines(self.principal, artifact_id, query)
 
-    def tail(
-        self,
-        artifact_id: str,
-        *,
-        lines: int | None = None,
-        nbytes: int | None = None,
-        max_bytes: int | None = None,
-    ) -> TailWindow:
-        return self.store.tail(
-            self.principal, artifact_id, lines=lines, nbytes=nbytes, max_bytes=max_bytes
-        )
+    def tail(self, artifact_id: str, query: TailQuery) -> TailWindow:
+        return self.store.tail(self.principal, artifact_id, query)
 
     def grep(self, artifact_id: str, query: GrepQuery) -> GrepResult:
         return self.store.grep(self.principal, artifact_id, query)

@@ -25,30 +25,23 @@ from overspill.artifacts.segments import StagedSegment, stored_account
 from overspill.artifacts.writer import ArtifactWriter
 from overspill.artifacts.writes import Ending
 from overspill.shell.results import ArtifactRef
-from overspill.shell.sink import SinkStream
+from overspill.shell.sink import SinkStream, WriterStream
 
 from .wire import Unreachable, WireClient
 
 
-class _WriterStream:
-    """One stream's artifact: the writer, and how to report it when done."""
+class _ServedStream(WriterStream):
+    """One stream's artifact in a server: reported as the server has it."""
 
     def __init__(self, client: WireClient, writer: ArtifactWriter, publisher: Any = None) -> None:
+        super().__init__(writer)
         self._client = client
-        self._writer = writer
         self._publisher = publisher  # one that kept the artifact as its end left it
 
     @property
     def _final_info(self) -> dict[str, Any] | None:
         info: dict[str, Any] | None = getattr(self._publisher, "info", None)
         return info
-
-    @property
-    def artifact_id(self) -> str:
-        return self._writer.id
-
-    def write(self, data: bytes | memoryview, newlines: int | None = None) -> None:
-        self._writer.write(data, newlines)
 
     def close(
         self, source_update: dict[str, Any], total_bytes: int | None = None
@@ -172,7 +165,7 @@ class RemoteSink:
             flush_interval=self._flush_interval,
             lease_seconds=15.0,
         )
-        return _WriterStream(client, writer)
+        return _ServedStream(client, writer)
 
 
 class SocketPublisher:
@@ -282,4 +275,4 @@ class LocalServerSink:
             lease_seconds=answer["lease_seconds"],
             stall_s=answer["stall_s"],
         )
-        return _WriterStream(client, writer, publisher)
+        return _ServedStream(client, writer, publisher)

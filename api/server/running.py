@@ -24,6 +24,7 @@ import uvicorn
 from overspill.artifacts.errors import ConfigurationError, OverspillError
 from overspill.artifacts.home import ensure_home
 from overspill.artifacts.store import ArtifactStore
+from overspill.artifacts.tokens import NewToken
 
 from ..cleanup import BackgroundCompactor, PeriodicSweeper, sweep_soon
 from ..client.local_server import RUN_LOCK, fingerprint, flocked, socket_path
@@ -63,7 +64,9 @@ def serve(settings: Settings, host: str, port: int, *, sign_in_link: bool = Fals
     if store.tokens.count_active() == 0 or sign_in_link:
         label = "created by overspill serve" + (" --sign-in-link" if sign_in_link else "")
         expires = 24 * 3600 if sign_in_link else None
-        issued = store.tokens.create(owner, "admin", label=label, expires_in_s=expires)
+        issued = store.tokens.create(
+            NewToken(principal=owner, role="admin", label=label, expires_in_s=expires)
+        )
         what = "a sign-in token (valid 24 h)" if sign_in_link else "admin token"
         print(f"overspill: created {what} {issued.info.id} for {owner}", file=sys.stderr)
         print(f"overspill: open {base}#token={issued.token}", file=sys.stderr)

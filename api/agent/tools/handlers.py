@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from overspill.artifacts.errors import Gone, OverspillError
 from overspill.artifacts.grep_groups import Groups, Row
-from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery
+from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, TailQuery
 from overspill.artifacts.records import ArtifactInfo, Line, Window
 from overspill.shell.wording import call, count, end_of_stored, redaction_note, tool_error
 
@@ -286,9 +286,9 @@ class ArtifactTools:
     def _tail(self, a: dict[str, Any]) -> ToolResult:
         art = a["id"]
         if "tail_bytes" in a:
-            t = self._backend.tail(art, nbytes=a["tail_bytes"], max_bytes=self._max)
+            t = self._backend.tail(art, TailQuery(bytes=a["tail_bytes"], max_bytes=self._max))
         else:
-            t = self._backend.tail(art, lines=a["tail_lines"], max_bytes=self._max)
+            t = self._backend.tail(art, TailQuery(lines=a["tail_lines"], max_bytes=self._max))
         size = t.size_bytes
         if t.first_line is None and t.offset > 0:
             lines = f", the end of line {t.line}" + (

@@ -12,10 +12,9 @@ from overspill.artifacts.audit import AuditEntry
 from overspill.artifacts.bounds import MAX_OFFSET
 from overspill.artifacts.errors import InvalidArgument
 from overspill.artifacts.policies import PolicySpec, PolicyView, Preview
-from overspill.artifacts.records import Role
 from overspill.artifacts.retention import GLOBAL
 from overspill.artifacts.sweeper import SweepReport
-from overspill.artifacts.tokens import IssuedToken, TokenInfo
+from overspill.artifacts.tokens import IssuedToken, NewToken, TokenInfo
 
 from ...cleanup import run_cleanup
 from ...scrub import ScrubReport, scrub_page
@@ -30,21 +29,6 @@ router = APIRouter(
 
 
 _OWNER_SHAPE = re.compile(r"[^\s\x00-\x1f\x7f]+")
-
-
-class TokenCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    principal: str = Field(
-        ...,
-        min_length=1,
-        max_length=200,
-        pattern=r"^\S+$",
-        description="e.g. agent:ci-bot or user:alice",
-    )
-    role: Role = "agent"
-    label: str | None = Field(None, max_length=200)
-    expires_in_s: int | None = Field(None, gt=0, le=10 * 365 * 86400)
 
 
 class UsageRow(BaseModel):
@@ -68,15 +52,9 @@ def list_tokens(store: StoreDep, admin: AdminDep) -> list[TokenInfo]:
 
 
 @router.post("/tokens", response_model=IssuedToken, status_code=201)
-def create_token(body: TokenCreate, store: StoreDep, admin: AdminDep) -> IssuedToken:
+def create_token(body: NewToken, store: StoreDep, admin: AdminDep) -> IssuedToken:
     """Issue a token. The secret is in this response only."""
-    return store.tokens.create(
-        body.principal,
-        body.role,
-        label=body.label,
-        expires_in_s=body.expires_in_s,
-        created_by=admin.name,
-    )
+    return store.tokens.create(body, created_by=admin.name)
 
 
 @router.delete("/tokens/{token_id}", response_model=TokenInfo)

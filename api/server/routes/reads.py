@@ -21,7 +21,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.background import BackgroundTask
 
-from overspill.artifacts.errors import InvalidArgument, OverspillError, TooManyRequests
+from overspill.artifacts.errors import OverspillError, TooManyRequests
 from overspill.artifacts.follow import Backoff
 from overspill.artifacts.queries import GrepLinesQuery, GrepQuery, LineQuery, TailQuery, TextQuery
 from overspill.artifacts.records import (
@@ -307,12 +307,7 @@ def read_tail(
     query: Annotated[TailQuery, Query()],
 ) -> TailWindow:
     """The last lines (default 100) or bytes, bounded."""
-    lines, nbytes = query.lines, query.bytes
-    if lines is None and nbytes is None:
-        lines = 100
-    if lines is not None and nbytes is not None:
-        raise InvalidArgument("give lines or bytes for a tail, not both")
-    return store.tail(who, artifact_id, lines=lines, nbytes=nbytes, max_bytes=query.max_bytes)
+    return store.tail(who, artifact_id, query)
 
 
 @router.get(
