@@ -4,9 +4,9 @@ transaction as the change so the log and the data never disagree."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, BeforeValidator, ConfigDict
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -14,13 +14,17 @@ from .db.models import AuditEvent
 
 
 class AuditEntry(BaseModel):
+    """One event of the log, read from its row's attributes."""
+
+    model_config = ConfigDict(from_attributes=True)
+
     id: int
     at: datetime
     actor: str
     action: str
     artifact_id: str | None
     owner: str | None
-    details: dict[str, Any]
+    details: Annotated[dict[str, Any], BeforeValidator(lambda v: v or {})]  # NULL: none
 
 
 def read(
@@ -43,18 +47,7 @@ def read(
     if before_id is not None:
         q = q.where(AuditEvent.id < before_id)
     rows = s.execute(q.order_by(AuditEvent.id.desc()).limit(limit)).scalars().all()
-    return [
-        AuditEntry(
-            id=r.id,
-            at=r.at,
-            actor=r.actor,
-            action=r.action,
-            artifact_id=r.artifact_id,
-            owner=r.owner,
-            details=r.details or {},
-        )
-        for r in rows
-    ]
+    return [AuditEntry.model_validate(r) for r in rows]
 
 
 def record(

@@ -97,6 +97,12 @@ class Producer:
             return
         self.hand_over_locked(w.next_offset_locked() - self.fill, wait=wait, refill=refill)
 
+    def filled_locked(self, n: int) -> None:
+        """``n`` more bytes are in the current segment: cut it when full."""
+        self.fill += n
+        if self.fill >= self.w.segment_bytes:
+            self.cut_locked(wait=True)
+
     def hand_over_locked(self, offset: int, *, wait: bool, refill: bool) -> None:
         """``cut_locked``'s own part: the segment at ``offset`` to the writer."""
         raise NotImplementedError
@@ -155,9 +161,7 @@ class BufferedProducer(Producer):
                 if not self.fill:
                     self.since = time.monotonic()
                 self._buffer[self.fill : self.fill + len(piece)] = piece
-                self.fill += len(piece)
-                if self.fill >= w.segment_bytes:
-                    self.cut_locked(wait=True)
+                self.filled_locked(len(piece))
             view = view[len(piece) :]
 
     def hand_over_locked(self, offset: int, *, wait: bool, refill: bool) -> None:
@@ -260,9 +264,7 @@ class PlacingProducer(Producer):
                         self._chunks.append(piece)
                     else:
                         self._chunks = None
-                self.fill += len(piece)
-                if self.fill >= w.segment_bytes:
-                    self.cut_locked(wait=True)
+                self.filled_locked(len(piece))
             view = view[len(piece) :]
 
     def hand_over_locked(self, offset: int, *, wait: bool, refill: bool) -> None:

@@ -48,7 +48,9 @@ _CACHE_MAX = 10_000
 
 
 class TokenInfo(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    """A token as listed (never its secret); read from its row's attributes."""
+
+    model_config = ConfigDict(frozen=True, from_attributes=True)
 
     id: str
     principal: str
@@ -105,17 +107,7 @@ def _ticket_mac(key: str, token_id: str, expires: int, scope: str) -> str:
 
 
 def _info(row: ApiToken) -> TokenInfo:
-    return TokenInfo(
-        id=row.id,
-        principal=row.principal,
-        role=row.role,
-        label=row.label,
-        created_at=row.created_at,
-        created_by=row.created_by,
-        expires_at=row.expires_at,
-        revoked_at=row.revoked_at,
-        last_used_at=row.last_used_at,
-    )
+    return TokenInfo.model_validate(row)
 
 
 class TokenStore:

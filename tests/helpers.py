@@ -5,10 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.records import Principal
@@ -90,6 +90,31 @@ def local_servers(under: str | None = None) -> list[tuple[int, str]]:
         if under is None or home == under or home.startswith(under.rstrip("/") + "/"):
             found.append((int(name), home))
     return found
+
+
+def unavailable(reason: str, required_by: str) -> NoReturn:
+    """A real part a test needs is missing: skip, or fail where the environment
+    variable ``required_by`` says it must be there (CI sets them all)."""
+    import os
+
+    import pytest
+
+    if os.environ.get(required_by):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def wait_until(check: Callable[[], object], timeout: float = 30.0) -> bool:
+    """Whether ``check()`` came true within ``timeout`` seconds (polled every
+    50 ms): for what another process does in its own time."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def stop_local_servers(under: str, timeout: float = 15.0) -> list[tuple[int, str]]:

@@ -14,6 +14,8 @@ from overspill.artifacts.errors import Gone, NotFound
 from overspill.artifacts.writes import NewArtifact
 from overspill.shell import ExecRequest, Executor, ShellSettings
 
+pytestmark = pytest.mark.one_store
+
 GITHUB = "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8"
 
 

@@ -22,6 +22,8 @@ from overspill.shell.wording import find_calls
 from tests.helpers import ALICE
 from tests.test_render_golden import normalise
 
+pytestmark = pytest.mark.one_store
+
 MATCHER = default_matcher()
 
 

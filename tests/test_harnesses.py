@@ -12,7 +12,6 @@ harness. Each run is traced: a connect() to anything but loopback fails it.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
@@ -29,6 +28,7 @@ from tests.harnesses.clients import (
     installed,
 )
 from tests.harnesses.standin import Action, Reply, StandIn, ToolCall, Turn
+from tests.helpers import unavailable
 
 pytestmark = [pytest.mark.slow, pytest.mark.harness]
 
@@ -46,9 +46,7 @@ def harness_bin() -> Path:
     try:
         return installed()
     except HarnessesUnavailable as exc:
-        if os.environ.get(REQUIRE):
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
+        unavailable(str(exc), REQUIRE)
 
 
 @pytest.fixture(params=list(HARNESSES))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import cli_env, local_servers, run_cli
+from tests.helpers import cli_env, local_servers, run_cli, wait_until
 
 
 def _env(home: Path, **extra: object) -> dict[str, str]:
@@ -31,15 +31,6 @@ def _cli(
 
 def _pids(home: Path) -> list[int]:
     return [pid for pid, _ in local_servers(str(home))]
-
-
-def _wait_for(check: object, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_a_verb_on_a_fresh_home_starts_the_server_and_the_next_verb_reuses_it(
@@ -105,7 +96,7 @@ def test_a_server_that_differs_is_stopped_and_replaced(tmp_path: Path) -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    assert _wait_for(lambda: (home / "server.sock").exists())
+    assert wait_until(lambda: (home / "server.sock").exists())
     hello = json.loads(_cli(home, "server", "status", "--json").stdout)
     assert hello["version"] == "0.0.1" and hello["pid"] == old.pid
     assert _cli(home, "ls").returncode == 0
@@ -124,7 +115,7 @@ def test_the_idle_timeout_stops_it(tmp_path: Path) -> None:
     home = tmp_path / "home"
     _cli(home, "ls", OVERSPILL_LOCAL_SERVER_IDLE_S="1")
     (pid,) = _pids(home)
-    assert _wait_for(lambda: _gone(pid)), "the idle server still runs"
+    assert wait_until(lambda: _gone(pid)), "the idle server still runs"
     assert not (home / "server.sock").exists()
 
 
@@ -134,7 +125,7 @@ def test_server_stop_stops_it_and_the_next_verb_starts_a_new_one(tmp_path: Path)
     (pid,) = _pids(home)
     stop = _cli(home, "server", "stop")
     assert stop.stdout == b"stopped the local server\n"
-    assert _wait_for(lambda: _gone(pid))
+    assert wait_until(lambda: _gone(pid))
     assert _cli(home, "server", "status").stdout.startswith(b"no local server is running")
     assert _cli(home, "ls").returncode == 0 and len(_pids(home)) == 1
 
@@ -144,7 +135,7 @@ def test_a_stale_socket_of_a_dead_server_is_replaced(tmp_path: Path) -> None:
     _cli(home, "ls")
     (pid,) = _pids(home)
     os.kill(pid, signal.SIGKILL)
-    assert _wait_for(lambda: _gone(pid))
+    assert wait_until(lambda: _gone(pid))
     assert (home / "server.sock").exists()  # left behind by the dead server
     assert _cli(home, "ls").returncode == 0
     assert len(_pids(home)) == 1 and _pids(home) != [pid]
@@ -245,7 +236,7 @@ def test_the_local_server_frees_expired_bytes_with_nobody_asking(tmp_path: Path)
         .strip()
     )
     assert _blob_files(home)
-    assert _wait_for(lambda: not _blob_files(home), timeout=40), "expired bytes still stored"
+    assert wait_until(lambda: not _blob_files(home), timeout=40), "expired bytes still stored"
     info = json.loads(_cli(home, "info", art, "--json").stdout)
     assert info["state"] == "expired"
 
@@ -258,7 +249,7 @@ def test_the_local_server_compresses_an_output_soon_after_it_ends(tmp_path: Path
     def compressed() -> bool:
         return bool(json.loads(_cli(home, "info", art, "--json").stdout)["compressed"])
 
-    assert _wait_for(compressed, timeout=40), "not compressed by the local server"
+    assert wait_until(compressed, timeout=40), "not compressed by the local server"
     info = json.loads(_cli(home, "info", art, "--json").stdout)
     assert info["stored_bytes"] < info["size_bytes"] // 3
     shown = _cli(home, "info", art).stdout.decode()

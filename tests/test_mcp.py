@@ -21,12 +21,13 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from overspill.api.agent.mcp_stdio import initialize_request
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell.wording import find_calls
 from tests.api_helpers import live_server, make_api
 from tests.helpers import BOB, write_artifact
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.one_store, pytest.mark.slow]
 
 SEQ = "".join(f"{i}\n" for i in range(1, 30001)).encode()  # `seq 1 30000`, 168,894 bytes
 READ_TOOLS = [
@@ -318,14 +319,7 @@ class RawMcp:
             stderr=subprocess.DEVNULL,
         )
         self._ids = iter(range(1, 10_000))
-        self.init = self.request(
-            "initialize",
-            {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": client, "version": "1"},
-            },
-        )
+        self.init = self.request("initialize", initialize_request(client)["params"])
         self.notify("notifications/initialized")
 
     def send(self, message: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from overspill.api.agent.mcp_stdio import initialize_request
 from overspill.api.agent.result_saver import saver_for
 from overspill.api.client.in_process import InProcessClient
 from overspill.api.server.app import create_app
@@ -25,6 +26,8 @@ from overspill.artifacts.tokens import NewToken
 from overspill.shell import ExecRequest, Executor, ShellSettings, StoreSink
 from overspill.shell.redact.policy import Redaction
 from tests.helpers import cli_env, run_cli
+
+pytestmark = pytest.mark.one_store
 
 CUSTOM = "acme-7734219"  # matched only by the admin's own pattern
 GITHUB = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"  # the built-in github_token rule
@@ -139,15 +142,7 @@ def test_artifact_save_over_mcp_masks_with_the_admins_rules(tmp_path: Path) -> N
     env = cli_env(OVERSPILL_HOME=tmp_path / "home", OVERSPILL_OWNER=AGENT.name, **ENV)
     env["OVERSPILL_RESULT_SPILL_DIR"] = str(tmp_path / "results")
     requests = [
-        {
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        },
+        initialize_request("t"),
         {
             "id": 2,
             "method": "tools/call",

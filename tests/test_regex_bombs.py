@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from overspill.api.agent.mcp_stdio import initialize_request
 from overspill.artifacts.errors import InvalidArgument
 from overspill.artifacts.queries import GrepQuery
 from overspill.artifacts.store import ArtifactStore
@@ -122,15 +123,7 @@ def test_the_slowest_bombs_answer_through_the_cli_http_and_mcp_while_ls_answers(
     assert listed == [0, 0, 0]
 
     requests = [
-        {
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        },
+        initialize_request("t"),
         {
             "id": 2,
             "method": "tools/call",

@@ -18,6 +18,8 @@ from overspill.shell import ExecRequest, Executor, ShellSettings, StoreSink
 from overspill.shell.render import parse_exit_status
 from tests.helpers import ALICE
 
+pytestmark = pytest.mark.one_store
+
 CASES: dict[str, tuple[str, dict[str, object], dict[str, object]]] = {
     "small": ("echo hello; echo oops >&2; exit 1", {}, {}),
     "lines_600kb": ("seq 1 100000 | sed 's/$/ some log text/'", {}, {}),

@@ -28,6 +28,8 @@ from overspill.shell.result_spill import (
 from overspill.shell.wording import find_calls
 from tests.helpers import ALICE
 
+pytestmark = pytest.mark.one_store
+
 
 def chunks(data: bytes, size: int = 7777) -> Iterator[bytes]:
     for i in range(0, len(data), size):
@@ -177,10 +179,17 @@ def _private_session(tmp_path: Path) -> tuple[Path, Path]:
     return root, session
 
 
+def _ages() -> tuple[float, float]:
+    """``(old, later)``: an mtime 40 days back, and a time 40 days on at which
+    the sweeps run (setting an mtime back does not make a file old: its ctime
+    stays now)."""
+    now = time.time()
+    return now - 40 * 86400, now + 40 * 86400
+
+
 def test_the_startup_sweep_only_deletes_old_regular_files_in_session_dirs(tmp_path: Path) -> None:
     root, session = _private_session(tmp_path)
-    old = time.time() - 40 * 86400  # an mtime set back does not make a file old (ctime)
-    later = time.time() + 40 * 86400  # so the sweeps run then
+    old, later = _ages()
     stale, fresh = session / "aaaaaaaaaaaa-old.txt", session / "bbbbbbbbbbbb-new.txt"
     stale.write_text("old")
     fresh.write_text("new")
@@ -212,8 +221,7 @@ def test_the_sweep_skips_roots_writable_by_others(tmp_path: Path) -> None:
     root.chmod(0o777)
     victim = session / "aaaaaaaaaaaa-x"
     victim.write_text("x")
-    old = time.time() - 40 * 86400  # an mtime set back does not make a file old (ctime)
-    later = time.time() + 40 * 86400  # so the sweeps run then
+    old, later = _ages()
     os.utime(victim, (old, old))
     assert sweep_old_result_files(30, tmpdir=str(tmp_path), now=later) == 0 and victim.exists()
 
@@ -258,8 +266,7 @@ def test_a_session_dir_open_to_others_is_refused_not_chmodded(
 
 def test_the_sweep_deletes_only_files_shaped_and_owned_as_ours(tmp_path: Path) -> None:
     _, session = _private_session(tmp_path)
-    old = time.time() - 40 * 86400  # an mtime set back does not make a file old (ctime)
-    later = time.time() + 40 * 86400  # so the sweeps run then
+    old, later = _ages()
     ours, odd, foreign = (
         session / "aaaaaaaaaaaa-report.log",
         session / "draft.txt",
@@ -286,8 +293,7 @@ def test_the_sweep_reaches_private_roots_made_inside_a_shared_configured_root(
     shared.chmod(0o1777)
     stale = session / "cccccccccccc-x.txt"
     stale.write_text("x")
-    old = time.time() - 40 * 86400  # an mtime set back does not make a file old (ctime)
-    later = time.time() + 40 * 86400  # so the sweeps run then
+    old, later = _ages()
     os.utime(stale, (old, old))
     done = sweep_old_result_files(30, root=str(shared), tmpdir=str(tmp_path / "t"), now=later)
     assert done == 1

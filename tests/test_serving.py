@@ -19,6 +19,8 @@ from overspill.artifacts.store import ArtifactStore
 from tests.api_helpers import make_api, serving, settings_with
 from tests.helpers import ALICE, write_artifact
 
+pytestmark = pytest.mark.one_store
+
 
 def test_accepted_connections_have_tcp_nodelay(store: ArtifactStore) -> None:
     api = make_api(store)

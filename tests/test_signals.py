@@ -7,12 +7,12 @@ the CLI the way a terminal, ``timeout`` or an OOM killer would.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ import pytest
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
+from tests.helpers import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -30,15 +31,6 @@ def _gone(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError):
         return True
     return stat.rsplit(")", 1)[1].split()[0] == "Z"  # a zombie has ended
-
-
-def _wait(predicate: object, timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _start(tmp_path: Path, command: str) -> subprocess.Popen[bytes]:
@@ -55,7 +47,9 @@ def _start(tmp_path: Path, command: str) -> subprocess.Popen[bytes]:
 
 def _pids(tmp_path: Path, count: int) -> list[int]:
     files = [tmp_path / f"pid{i}" for i in range(count)]
-    assert _wait(lambda: all(f.exists() and f.read_text().strip() for f in files)), "no pids"
+    assert wait_until(
+        lambda: all(f.exists() and f.read_text().strip() for f in files), timeout=15
+    ), "no pids"
     return [int(f.read_text()) for f in files]
 
 
@@ -83,7 +77,7 @@ def test_a_signal_ends_the_whole_tree_and_still_prints_the_tail_and_the_artifact
     assert art["id"] in result["text"] and art["state"] == "complete"
     assert art["size_bytes"] == result["stdout"]["total_bytes"] == 588895
     for pid in pids:
-        assert _wait(lambda pid=pid: _gone(pid)), f"pid {pid} survived"
+        assert wait_until(functools.partial(_gone, pid), timeout=15), f"pid {pid} survived"
     store = ArtifactStore.open(StoreSettings(home=tmp_path / "home"))
     try:
         info = store.get(Principal(name="x", role="admin"), art["id"])
@@ -110,7 +104,9 @@ def test_a_killed_cli_takes_its_command_tree_with_it(tmp_path: Path, shape: str)
     proc.kill()  # SIGKILL, as a harness kills its tool on a timeout: nothing of overspill runs
     proc.communicate(timeout=10)
     for pid in pids:
-        assert _wait(lambda pid=pid: _gone(pid)), f"pid {pid} of {shape} survived"
+        assert wait_until(functools.partial(_gone, pid), timeout=15), (
+            f"pid {pid} of {shape} survived"
+        )
 
 
 def test_a_normal_run_leaves_no_watchdog_behind(tmp_path: Path) -> None:

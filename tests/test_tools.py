@@ -17,6 +17,8 @@ from overspill.shell.wording import find_calls
 from tests.api_helpers import live_server, make_api
 from tests.helpers import ALICE, BOB, write_artifact
 
+pytestmark = pytest.mark.one_store
+
 DATA = "".join(f"{i:05d} {'ERROR disk full' if i % 250 == 0 else 'ok'}\n" for i in range(1, 2001))
 # Long lines, CRLF, multi-byte characters and no final newline.
 MIXED = (

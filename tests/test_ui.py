@@ -25,7 +25,7 @@ from overspill.artifacts.store import ArtifactStore
 from overspill.artifacts.tokens import NewToken
 from tests.api_helpers import live_server
 from tests.conftest import _truncate_all
-from tests.helpers import make_bucket, store_settings, write_artifact
+from tests.helpers import make_bucket, store_settings, unavailable, write_artifact
 
 CHROMIUM = os.environ.get("TEST_OVERSPILL_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -52,9 +52,7 @@ def _browser_reason() -> str | None:
 def browser() -> Iterator[Any]:
     reason = _browser_reason()
     if reason:
-        if os.environ.get("TEST_OVERSPILL_REQUIRE_BROWSER"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+        unavailable(reason, "TEST_OVERSPILL_REQUIRE_BROWSER")
     from playwright.sync_api import sync_playwright
 
     pw = sync_playwright().start()

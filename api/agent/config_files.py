@@ -68,13 +68,7 @@ class TomlDocument:
         return text
 
     def get(self, path: Path_) -> Any:
-        node: Any = self._doc
-        for key in path:
-            if not hasattr(node, "get"):
-                return None
-            node = node.get(key)
-            if node is None:
-                return None
+        node = _walk(self._doc, path)
         return node.unwrap() if hasattr(node, "unwrap") else node
 
     def set(self, path: Path_, value: Any) -> None:
@@ -143,12 +137,7 @@ class YamlDocument:
         return out.getvalue()
 
     def get(self, path: Path_) -> Any:
-        node: Any = self._doc
-        for key in path:
-            if not hasattr(node, "get"):
-                return None
-            node = node.get(key)
-        return node
+        return _walk(self._doc, path)
 
     def set(self, path: Path_, value: Any) -> None:
         from ruamel.yaml.comments import CommentedMap
@@ -179,3 +168,14 @@ def document(kind: str, text: str, where: str) -> ConfigDocument:
     if kind == "yaml":
         return YamlDocument(text, where)
     return JsoncDocument(text, where)
+
+
+def _walk(node: Any, path: Path_) -> Any:
+    """The value at ``path`` in a parsed document (None where the path ends early)."""
+    for key in path:
+        if not hasattr(node, "get"):
+            return None
+        node = node.get(key)
+        if node is None:
+            return None
+    return node

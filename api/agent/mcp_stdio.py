@@ -43,6 +43,22 @@ if TYPE_CHECKING:
 PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """The revisions whose initialize handshake this server speaks (newest last)."""
 
+
+def initialize_request(client: str, version: str = "1") -> dict[str, Any]:
+    """The request an MCP client opens with (``overspill install``'s check, the
+    benchmark and the tests speak to this server as a harness does)."""
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": client, "version": version},
+        },
+    }
+
+
 # JSON-RPC error codes (the specification's, and MCP's for a missing resource).
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600

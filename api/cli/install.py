@@ -252,6 +252,8 @@ def _launch(client: str, found: dict[str, Any]) -> tuple[list[str], dict[str, st
 def _handshake(proc: Any, client_name: str) -> tuple[dict[str, Any], list[Any], str, float] | None:
     import time
 
+    from overspill.api.agent.mcp_stdio import initialize_request
+
     started = time.perf_counter()
 
     def send(message: dict[str, Any]) -> None:
@@ -265,17 +267,7 @@ def _handshake(proc: Any, client_name: str) -> tuple[dict[str, Any], list[Any], 
                 return message
         return None
 
-    send(
-        {
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": client_name, "version": "check"},
-            },
-        }
-    )
+    send(initialize_request(client_name, "check"))
     init = answer()
     if init is None or "result" not in init:
         return None

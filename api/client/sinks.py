@@ -30,6 +30,20 @@ from overspill.shell.sink import SinkStream, WriterStream
 from .wire import Unreachable, WireClient
 
 
+def _new_output(
+    stream: str, source: dict[str, Any], session_id: str | None, max_bytes: int | None
+) -> dict[str, Any]:
+    """The body that makes a command's output artifact (the fields that are set)."""
+    body = {
+        "kind": "output",
+        "name": f"{source.get('tool', 'bash')} {stream}",
+        "session_id": session_id,
+        "source": source,
+        "max_bytes": max_bytes,
+    }
+    return {k: v for k, v in body.items() if v is not None}
+
+
 class _ServedStream(WriterStream):
     """One stream's artifact in a server: reported as the server has it."""
 
@@ -145,16 +159,8 @@ class RemoteSink:
     def open(self, *, stream: str, source: dict[str, Any]) -> SinkStream:
         # A connection of the stream's own: stdout's and stderr's writers run at once.
         client = self._client.with_headers({})
-        body = {
-            "kind": "output",
-            "name": f"{source.get('tool', 'bash')} {stream}",
-            "session_id": self._session_id,
-            "source": source,
-            "max_bytes": self._max_bytes,
-        }
-        info = client.json(
-            "POST", "/v1/artifacts", json_body={k: v for k, v in body.items() if v is not None}
-        )
+        body = _new_output(stream, source, self._session_id, self._max_bytes)
+        info = client.json("POST", "/v1/artifacts", json_body=body)
         appends = HttpAppends(client, info["id"])
         writer = ArtifactWriter(
             info["id"],
@@ -239,18 +245,8 @@ class LocalServerSink:
         if self._remote is not None:
             return self._remote.open(stream=stream, source=source)
         client = self._client.with_headers({})  # the stream's own connection
-        body = {
-            "kind": "output",
-            "name": f"{source.get('tool', 'bash')} {stream}",
-            "session_id": self._session_id,
-            "source": source,
-            "max_bytes": self._max_bytes,
-        }
-        answer = client.json(
-            "POST",
-            "/v1/local/writers",
-            json_body={k: v for k, v in body.items() if v is not None},
-        )
+        body = _new_output(stream, source, self._session_id, self._max_bytes)
+        answer = client.json("POST", "/v1/local/writers", json_body=body)
         root = answer.get("blob_root")
         if root is None:  # the server's blobs are not files here: append through it
             self._remote = RemoteSink(
