@@ -152,9 +152,7 @@ class Reader(Part):
     ) -> GrepResult:
         from . import grep_patterns  # RE2 loads with the first search
 
-        grep_patterns.compile_pattern(
-            query.pattern, ignore_case=query.ignore_case, fixed=query.fixed
-        )
+        grep_patterns.finder_for(query.pattern, ignore_case=query.ignore_case, fixed=query.fixed)
         info, content = self._readable(principal, artifact_id)  # after: fail fast on a bad regex
         return self.grep_content(info, content, query, scan_bytes=scan_bytes, max_bytes=max_bytes)
 
@@ -167,9 +165,7 @@ class Reader(Part):
 
         if query.invert and (query.context or query.before or query.after):
             raise InvalidArgument("context lines (-A, -B, -C) do not go with invert (-v)")
-        grep_patterns.compile_pattern(
-            query.pattern, ignore_case=query.ignore_case, fixed=query.fixed
-        )
+        grep_patterns.finder_for(query.pattern, ignore_case=query.ignore_case, fixed=query.fixed)
         info, content = self._readable(principal, artifact_id)
         about = {
             "state": info.state,

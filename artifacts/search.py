@@ -67,9 +67,9 @@ def _wanted(info: ArtifactInfo, q: SearchQuery) -> bool:
 
 
 def search(catalog: Catalog, reader: Reader, principal: Principal, q: SearchQuery) -> SearchResult:
-    from .grep_patterns import compile_pattern  # a bad pattern fails at once
+    from .grep_patterns import finder_for  # a bad pattern fails at once
 
-    compile_pattern(q.pattern, ignore_case=q.ignore_case, fixed=q.fixed)
+    finder_for(q.pattern, ignore_case=q.ignore_case, fixed=q.fixed)
     page, resume_id, offset = _read_cursor(q.cursor) if q.cursor else (None, None, 0)
     listing = ListQuery(
         owner=principal.name,
@@ -83,6 +83,10 @@ def search(catalog: Catalog, reader: Reader, principal: Principal, q: SearchQuer
     )
     groups: list[SearchGroup] = []
     matches = searched = scanned = 0
+    # Checked once; each output's page is the same with its own offset and count.
+    grep_all = GrepQuery(
+        pattern=q.pattern, ignore_case=q.ignore_case, fixed=q.fixed, max_matches=q.max_matches
+    )
     while True:
         listed = catalog.list(principal, listing.model_copy(update={"cursor": page}))
         items = listed.items
@@ -98,12 +102,8 @@ def search(catalog: Catalog, reader: Reader, principal: Principal, q: SearchQuer
                 return _result(
                     q, groups, matches, searched, scanned, page, info.id, offset, stopped
                 )
-            grep = GrepQuery(
-                pattern=q.pattern,
-                ignore_case=q.ignore_case,
-                fixed=q.fixed,
-                max_matches=q.max_matches - matches,
-                offset=offset,
+            grep = GrepQuery.model_construct(  # its fields are grep_all's, checked
+                **{**grep_all.__dict__, "max_matches": q.max_matches - matches, "offset": offset}
             )
             try:
                 res = reader.grep_content(

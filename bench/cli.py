@@ -17,6 +17,22 @@ command can go under. Measured:
   greps over a 200 MB artifact (100 MB with --quick), and ``/healthz`` p99 then;
 * the idle local server's RSS.
 
+The cold first call misses its 300 ms by about 4x, and trimming imports
+cannot close that. Measured here (2 cores): a verb with no server running waits
+1.1-1.2 s. Of that, 1.2-1.4 s is spawn to ready, nearly all imports: `python -X
+importtime` of `overspill.api.server.running` is 0.64-0.9 s, of which the
+store is 0.35 s (SQLAlchemy engine and ORM ~0.2 s, pydantic and the records
+~0.06 s, the audit/usage/catalog modules' ORM use), FastAPI ~0.1 s, the routes
+~0.1 s, asyncio and uvicorn ~0.07 s. Opening the store takes 10 ms and
+building the app 10 ms. The first request after ready costs ~0.2 s more than the
+next, with no imports in it: the first queries and serialisations. The floor
+of this stack (interpreter, SQLAlchemy, FastAPI, pydantic) is already ~0.45 s.
+Levers: a server that stays up between sessions (a user service, socket-activated)
+rather than only while busy; an answer from the verb's own process for the
+first read while the server starts (still ~0.45 s of the same imports); or a
+store reader without SQLAlchemy for the read verbs (a second path to the store,
+which the one-way design rules out).
+
     python bench/cli.py [--quick]
 """
 
@@ -353,15 +369,15 @@ def main() -> None:
     worst_cold = max(v for k, v in f.items() if k.startswith("cold_") and k.endswith("_ms"))
     targets = {
         "warm_run_seq_20000": target(
-            "<= 6x python -I -c pass",
+            "<= 2x python -I -c pass",
             f["warm_run_seq_20000_ratio"],
-            f["warm_run_seq_20000_ratio"] <= 6,
+            f["warm_run_seq_20000_ratio"] <= 2,
         ),
-        "warm_reads": target("<= 4x python -I -c pass", worst_read, worst_read <= 4),
+        "warm_reads": target("<= 1.5x python -I -c pass", worst_read, worst_read <= 1.5),
         "run_true": target(
             "<= 4x python -I -c pass", f["warm_run_true_ratio"], f["warm_run_true_ratio"] <= 4
         ),
-        "cold_first_call": target("<= 1200 ms", worst_cold, worst_cold <= 1200),
+        "cold_first_call": target("<= 300 ms", worst_cold, worst_cold <= 300),
         "run_64mib_vs_cat": target(">= 0.35", f["run_vs_cat_64mib"], f["run_vs_cat_64mib"] >= 0.35),
         "keepalive_p50": target(
             "<= 2 ms", f["keepalive_healthz_p50_ms"], f["keepalive_healthz_p50_ms"] <= 2
