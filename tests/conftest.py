@@ -34,6 +34,13 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: one worker more than there are cores. The suite waits on real
+    processes (servers, harness CLIs, Chromium) for about a third of its time;
+    on 2 cores, 3 workers ran it in 6:26 where 2 took 7:10 (1,416 tests)."""
+    return (os.cpu_count() or 1) + 1
+
+
 ONE_STORE = {"database_url": "sqlite", "blob_url": "local"}
 """The store a ``one_store`` test runs on."""
 
