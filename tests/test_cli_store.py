@@ -232,6 +232,19 @@ def test_serve_says_in_one_line_when_it_cannot_listen(tmp_path: Path) -> None:
     assert bad.returncode == 2 and len(bad.stderr.decode().splitlines()) == 1
 
 
+def test_serve_names_an_owner_no_token_can_be_issued_to_in_one_line(tmp_path: Path) -> None:
+    from tests.helpers import free_port
+
+    bad = _run(
+        tmp_path, "serve", "--port", str(free_port()), env_extra={"OVERSPILL_OWNER": "bad owner"}
+    )
+    assert bad.returncode == 1
+    assert bad.stderr.decode().splitlines() == [
+        "overspill: token principal 'bad owner': 1-200 characters without spaces, "
+        "e.g. agent:ci-bot or user:alice"
+    ]
+
+
 def test_run_warns_on_stderr_when_the_full_output_could_not_be_stored(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
     env.update(

@@ -65,7 +65,7 @@ def serve(settings: Settings, host: str, port: int, *, sign_in_link: bool = Fals
         label = "created by overspill serve" + (" --sign-in-link" if sign_in_link else "")
         expires = 24 * 3600 if sign_in_link else None
         issued = store.tokens.create(
-            NewToken(principal=owner, role="admin", label=label, expires_in_s=expires)
+            NewToken.checked(principal=owner, role="admin", label=label, expires_in_s=expires)
         )
         what = "a sign-in token (valid 24 h)" if sign_in_link else "admin token"
         print(f"overspill: created {what} {issued.info.id} for {owner}", file=sys.stderr)
