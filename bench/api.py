@@ -119,11 +119,12 @@ def main() -> None:
     from overspill.artifacts.config import StoreSettings
     from overspill.artifacts.records import Principal
     from overspill.artifacts.store import ArtifactStore
+    from overspill.artifacts.tokens import NewToken
 
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
         store = ArtifactStore.open(StoreSettings(home=Path(tmp)))
         who = Principal(name="agent:bench", role="agent")
-        token = store.tokens.create(who.name, "agent").token
+        token = store.tokens.create(NewToken(principal=who.name, role="agent")).token
         writer = store.open_writer(who, media_type="application/octet-stream")
         plain = Path(tmp, "plain.bin")
         block = os.urandom(MiB)

@@ -47,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -343,12 +344,12 @@ def main() -> None:
     parser.add_argument("--only", choices=["verbs", "throughput", "serving"], help="one part")
     args = parser.parse_args()
     if args.only:
-        part = {
+        parts: dict[str, Callable[[], dict[str, Any]]] = {
             "verbs": lambda: warm_and_cold(5 if args.quick else 21),
             "throughput": lambda: throughput([64 * MiB], 2 if args.quick else 5),
             "serving": lambda: serving(100 if args.quick else 200, 3.0 if args.quick else 10.0),
-        }[args.only]
-        print(json.dumps(part()))
+        }
+        print(json.dumps(parts[args.only]()))
         return
     load_before = os.getloadavg()[0]
     reps = 5 if args.quick else 21

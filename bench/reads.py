@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import free_port, report, wait_up
 
 from overspill.artifacts.queries import GrepQuery, LineQuery
+from overspill.artifacts.tokens import NewToken
 
 MiB = 1024 * 1024
 PATTERNS = {
@@ -186,7 +188,7 @@ def main() -> None:
         nbytes = plain.stat().st_size
         store = ArtifactStore.open(StoreSettings(home=Path(tmp, "home")))
         who = Principal(name="agent:bench", role="agent")
-        token = store.tokens.create(who.name, "agent").token
+        token = store.tokens.create(NewToken(principal=who.name, role="agent")).token
         with store.open_writer(who) as w, open(plain, "rb") as f:
             while block := f.read(MiB):
                 w.write(block)
@@ -224,15 +226,11 @@ def main() -> None:
                 runs: dict[str, list[float]] = {"ours": [], "http": [], "gnu": []}
                 counts: dict[str, int] = {}
                 for _ in range(reps):  # interleaved: ours, http, GNU grep, again
-                    t, counts["ours"] = timed(
-                        lambda p=pattern, i=icase: grep_all(local_grep, art, p, i)
-                    )
+                    t, counts["ours"] = timed(partial(grep_all, local_grep, art, pattern, icase))
                     runs["ours"].append(t)
-                    t, counts["http"] = timed(
-                        lambda p=pattern, i=icase: grep_all(client.grep, art, p, i)
-                    )
+                    t, counts["http"] = timed(partial(grep_all, client.grep, art, pattern, icase))
                     runs["http"].append(t)
-                    t, counts["gnu"] = timed(lambda p=pattern, f=flag: gnu_grep(plain, p, f))
+                    t, counts["gnu"] = timed(partial(gnu_grep, plain, pattern, flag))
                     runs["gnu"].append(t)
                 assert counts["ours"] == counts["http"] == counts["gnu"], (name, counts)
                 med = {k: statistics.median(v) for k, v in runs.items()}
@@ -260,19 +258,14 @@ def main() -> None:
             starts = [rng.randrange(1, lines - 50) for _ in range(windows)]
             lat: dict[str, list[float]] = {"ours": [], "http": [], "sed": []}
             for i, start in enumerate(starts):
-                t, win = timed(lambda s=start: store.lines(who, art, LineQuery(start=s, count=50)))
+                t, win = timed(partial(store.lines, who, art, LineQuery(start=start, count=50)))
                 lat["ours"].append(t)
-                t, hwin = timed(lambda s=start: client.lines(art, LineQuery(start=s, count=50)))
+                t, hwin = timed(partial(client.lines, art, LineQuery(start=start, count=50)))
                 lat["http"].append(t)
                 assert [ln.text for ln in win.lines] == [ln.text for ln in hwin.lines]
                 if i < 50:  # sed reads the file up to the window: a few samples do
-                    t, _ = timed(
-                        lambda s=start: subprocess.run(
-                            ["sed", "-n", f"{s},{s + 49}p;{s + 50}q", str(plain)],
-                            capture_output=True,
-                            check=True,
-                        )
-                    )
+                    sed = ["sed", "-n", f"{start},{start + 49}p;{start + 50}q", str(plain)]
+                    t, _ = timed(partial(subprocess.run, sed, capture_output=True, check=True))
                     lat["sed"].append(t)
             for k, v in lat.items():
                 v.sort()
@@ -286,7 +279,7 @@ def main() -> None:
                 figures["lines_sed_p50_ms"] / figures["lines_http_p50_ms"], 2
             )
 
-            f = asyncio.run(
+            followed = asyncio.run(
                 follower_load(
                     f"http://127.0.0.1:{port}",
                     token,
@@ -296,8 +289,8 @@ def main() -> None:
                 )
             )
             figures["followers"] = followers
-            for k, v in f.items():
-                figures[f"healthz_{k}"] = round(v, 2)
+            for k, ms in followed.items():
+                figures[f"healthz_{k}"] = round(ms, 2)
             targets["healthz_p99_with_followers"] = {
                 "want": "< 100 ms",
                 "got": figures["healthz_p99_ms"],

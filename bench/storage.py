@@ -34,10 +34,14 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import median, report
+
+if TYPE_CHECKING:
+    from overspill.artifacts.store import ArtifactStore
 
 MiB = 1024 * 1024
 
@@ -175,8 +179,8 @@ def _metadata_bytes(store, artifact_id: str) -> int:  # type: ignore[no-untyped-
 def measure(
     name: str,
     data: bytes,
-    on,  # type: ignore[no-untyped-def]
-    off,
+    on: ArtifactStore,
+    off: ArtifactStore,
     reps: int,
     rng: random.Random,
     figures: dict[str, object],
@@ -184,7 +188,7 @@ def measure(
 ) -> None:
     """One output's figures and targets (see the module doc)."""
     from overspill.artifacts.frames import FRAME_BYTES, _codec
-    from overspill.artifacts.queries import GrepQuery
+    from overspill.artifacts.queries import GrepQuery, TailQuery
     from overspill.artifacts.records import Principal
 
     zstd = _codec()
@@ -217,7 +221,7 @@ def measure(
         for key, st, aid in (("raw", off, raw_id), ("packed", on, packed_id)):
             window = partial(_windows, st, who, aid, offsets)
             win[key].append(_timed(window) / len(offsets))
-            tail[key].append(_timed(partial(st.tail, who, aid, lines=100)))
+            tail[key].append(_timed(partial(st.tail, who, aid, TailQuery(lines=100))))
             grep[key].append(_timed(partial(st.grep, who, aid, query)))
     pct = stored * 100 / len(data)
     vs = stored / ref

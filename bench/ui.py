@@ -32,6 +32,7 @@ def _seed(home: Path, large: int) -> tuple[str, str, str]:
     from overspill.artifacts.config import StoreSettings
     from overspill.artifacts.records import Principal
     from overspill.artifacts.store import ArtifactStore
+    from overspill.artifacts.tokens import NewToken
 
     store = ArtifactStore.open(StoreSettings(home=home, max_artifact_bytes=large * 2))
     who = Principal(name="user:bench", role="user")
@@ -46,7 +47,7 @@ def _seed(home: Path, large: int) -> tuple[str, str, str]:
                 w.write(piece)
                 left -= len(piece)
         ids.append(w.id)
-    token = store.tokens.create(who.name, who.role).token
+    token = store.tokens.create(NewToken(principal=who.name, role=who.role)).token
     store.close()
     return ids[0], ids[1], token
 

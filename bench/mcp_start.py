@@ -12,7 +12,7 @@ first ``tools/call`` after the list (the store is loaded on a thread meanwhile).
 
 Targets: median <= 0.4 s and <= 2x the Node server's median.
 
-    python bench/mcp.py [--quick]
+    python bench/mcp_start.py [--quick]
 
 The Node server comes from the harness tests' npm cache when it is there, else
 it is installed once into ``~/.cache/overspill-bench-node`` (Node 22 from the npm
