@@ -95,7 +95,7 @@ class Producer:
         if w.error or w.stopped:
             self.fill = 0
             return
-        self.hand_over_locked(w.next_offset_locked() - self.fill, wait=wait, refill=refill)
+        self.cut_at_locked(w.next_offset_locked() - self.fill, wait=wait, refill=refill)
 
     def filled_locked(self, n: int) -> None:
         """``n`` more bytes are in the current segment: cut it when full."""
@@ -103,7 +103,7 @@ class Producer:
         if self.fill >= self.w.segment_bytes:
             self.cut_locked(wait=True)
 
-    def hand_over_locked(self, offset: int, *, wait: bool, refill: bool) -> None:
+    def cut_at_locked(self, offset: int, *, wait: bool, refill: bool) -> None:
         """``cut_locked``'s own part: the segment at ``offset`` to the writer."""
         raise NotImplementedError
 
@@ -164,7 +164,7 @@ class BufferedProducer(Producer):
                 self.filled_locked(len(piece))
             view = view[len(piece) :]
 
-    def hand_over_locked(self, offset: int, *, wait: bool, refill: bool) -> None:
+    def cut_at_locked(self, offset: int, *, wait: bool, refill: bool) -> None:
         w = self.w
         w.hand_over_locked(Pending(offset, self.fill, buf=self._buffer))
         self.fill = 0
@@ -267,7 +267,7 @@ class PlacingProducer(Producer):
                 self.filled_locked(len(piece))
             view = view[len(piece) :]
 
-    def hand_over_locked(self, offset: int, *, wait: bool, refill: bool) -> None:
+    def cut_at_locked(self, offset: int, *, wait: bool, refill: bool) -> None:
         w = self.w
         w.hand_over_locked(
             Pending(

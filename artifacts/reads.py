@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .content import Content
-from .errors import InvalidArgument, InvalidRange
+from .errors import InvalidRange
 from .records import (
     Line,
     LineWindow,
@@ -158,20 +158,16 @@ def tail(
     max_bytes: int,
     complete: bool,
 ) -> TailWindow:
-    """The last ``lines`` lines or ``nbytes`` bytes, never more than ``max_bytes``."""
-    if (lines is None) == (nbytes is None):
-        raise InvalidArgument("give exactly one of lines or bytes for a tail")
+    """The last ``lines`` lines or ``nbytes`` bytes, never more than ``max_bytes``:
+    exactly one of them, at least 1, as ``TailQuery.chosen`` gives them (the one
+    place the pair is checked)."""
     size = content.size
     if nbytes is not None:
-        if nbytes < 1:
-            raise InvalidRange(f"tail bytes must be >= 1, got {nbytes}")
         want = min(nbytes, max_bytes)
         start = max(0, size - want)
         truncated = nbytes > max_bytes and size > max_bytes
     else:
         assert lines is not None
-        if lines < 1:
-            raise InvalidRange(f"tail lines must be >= 1, got {lines}")
         start, truncated = _tail_lines_start(content, lines, max_bytes)
     raw = content.read(start, size)
     skip = utf8_skip_partial(raw)

@@ -10,7 +10,7 @@ Two engines behind one ``LiteralFinder``: Hyperscan (a dependency where it has
 wheels), one caseless scan for all literals that stops at the first, ~6 us per
 64 KiB; StringZilla's full-Unicode uncased search, one pass per literal, ~35 us
 (measured on zeros: the scan was 13.5% of a 64 MiB capture's samples). A
-stream starts on StringZilla, which costs no import, and moves past ``_LARGE``.
+stream starts on StringZilla, which costs no import, and moves past ``LARGE`` bytes.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import functools
 import re
 from collections.abc import Sequence
 from typing import Any, Protocol
+
+from .redact.prefilter import LARGE
 
 # The non-ASCII members of an ASCII letter's simple case fold orbit, in UTF-8.
 _FOLDS = {"k": "\u212a".encode(), "s": "\u017f".encode()}
@@ -87,14 +89,11 @@ class StringZillaFinder:
         return any(search(data, lit) >= 0 for lit in self._literals)
 
 
-_LARGE = 256 * 1024
-"""Bytes looked at before the finder moves to Hyperscan: its import and compile
-(~3-11 ms) would cost an output of a few hundred kilobytes more than it saves
-(the redactor moves at the same size, so the import is then shared)."""
-
-
 class _Growing:
-    """StringZilla for a stream's first ``_LARGE`` bytes, then the fastest engine."""
+    """StringZilla for a stream's first ``LARGE`` bytes, then the fastest engine:
+    Hyperscan's import and compile (~3-11 ms) would cost an output of a few
+    hundred kilobytes more than they save. The redactor moves at the same size
+    (its ``LARGE``), so the import is then shared."""
 
     def __init__(self, literals: Sequence[str]) -> None:
         self._literals = tuple(literals)
@@ -102,9 +101,9 @@ class _Growing:
         self._seen = 0
 
     def found(self, data: bytes | bytearray | memoryview) -> bool:
-        if self._seen <= _LARGE:
+        if self._seen <= LARGE:
             self._seen += len(data)
-            if self._seen > _LARGE:
+            if self._seen > LARGE:
                 self._finder = _fastest(self._literals)
         return self._finder.found(data)
 
