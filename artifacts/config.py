@@ -39,6 +39,9 @@ class StoreSettings(SettingsBase):
     # The store's cap on any one artifact, however it is made.
     max_artifact_bytes: int = setting(4096 * MiB, gt=0, unit="size")
     default_retention_s: int = setting(7 * 24 * 3600, gt=0, unit="duration")
+    # Processes a search across outputs greps in, ahead of its walk (0: one per
+    # core; 1: the search greps alone). See artifacts/search_pool.py.
+    search_workers: int = setting(0, ge=0, le=64)
     # Upper bound on what one JSON read window returns.
     read_max_bytes: int = setting(1 * MiB, gt=0, unit="size")
     # PostgreSQL: how long a query may run and wait for a lock, and how long a

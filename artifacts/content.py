@@ -3,6 +3,9 @@
 A :class:`Content` is a snapshot of what was committed when it was taken (``size``).
 Segments never change once published, so every read inside that size is stable
 even while the writer keeps appending, and no read needs the whole artifact.
+
+One module (about 420 lines) because a Content's segment lookups, its reads and
+its line index share one cache of segments and decoded frames.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ class SegmentRef:
 class Content:
     def __init__(
         self,
-        db: Database,
+        db: Database | None,
         blobs: BlobStore,
         artifact_id: str,
         size: int,
@@ -82,6 +85,32 @@ class Content:
         # several times (line start, newline count, the text).
         self._decoded: dict[tuple[str, int], bytes] = {}
 
+    @classmethod
+    def detached(
+        cls,
+        blobs: BlobStore,
+        artifact_id: str,
+        size: int,
+        line_count: int,
+        segments: list[SegmentRef],
+        on_missing: Callable[[], Exception],
+    ) -> Content:
+        """A content read without the database, from segments known already (a
+        search's worker process): what would need a query (a segment moved under
+        the read) answers ``on_missing`` instead."""
+        content = cls(None, blobs, artifact_id, size, line_count, on_missing)
+        content._few, content._looked = segments, True
+        return content
+
+    def _database(self) -> Database:
+        if self._db is None:
+            raise self._on_missing()
+        return self._db
+
+    def known_segments(self) -> list[SegmentRef] | None:
+        """Every segment, when they are few and already fetched (no query)."""
+        return self._few if self._looked else None
+
     def _keep(self, where: tuple[str, int], frame: bytes) -> None:
         if len(self._decoded) >= _DECODED:
             del self._decoded[next(iter(self._decoded))]
@@ -99,7 +128,7 @@ class Content:
         query costs more than the bytes it finds."""
         if not self._looked:
             self._looked = True
-            with self._db.read() as s:
+            with self._database().read() as s:
                 rows = s.execute(
                     _columns()
                     .where(Segment.artifact_id == self.artifact_id, Segment.offset < self.size)
@@ -116,7 +145,7 @@ class Content:
         if few is not None:
             i = bisect.bisect_right([seg.offset for seg in few], offset) - 1
             return few[i] if i >= 0 else None
-        with self._db.read() as s:
+        with self._database().read() as s:
             row = s.execute(
                 _columns()
                 .where(Segment.artifact_id == self.artifact_id, Segment.offset <= offset)
@@ -146,7 +175,7 @@ class Content:
         if few is not None:
             yield from (seg for seg in few if seg.end > start)
             return
-        with self._db.read() as s:
+        with self._database().read() as s:
             first = s.execute(
                 _columns()
                 .where(Segment.artifact_id == self.artifact_id, Segment.offset <= start)
@@ -158,7 +187,7 @@ class Content:
         yield from batch
         while True:
             # Mid-stream (the response has started): one more try on a dead connection.
-            rows = self._db.query(partial(self._page_after, cursor))
+            rows = self._database().query(partial(self._page_after, cursor))
             if not rows:
                 return
             for row in rows:
@@ -263,7 +292,7 @@ class Content:
         if few is not None:
             found = next((seg for seg in few if seg.line_offset + seg.newlines >= want), None)
         else:
-            with self._db.read() as s:
+            with self._database().read() as s:
                 row = s.execute(
                     _columns()
                     .where(

@@ -5,8 +5,9 @@ has seen the end of the output. Expired and deleted artifacts answer Gone.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from . import reads
 from .catalog import Catalog
@@ -31,11 +32,25 @@ from .records import (
     Window,
 )
 
+if TYPE_CHECKING:
+    from .search_pool import Lookahead, SearchPool
+
 
 class Reader(Part):
     def __init__(self, ctx: StoreContext, catalog: Catalog) -> None:
         super().__init__(ctx)
         self._catalog = catalog
+        self._pool: SearchPool | None = None
+
+    @property
+    def search_pool(self) -> SearchPool | None:
+        """The search workers, once a search started them."""
+        return self._pool
+
+    def close(self) -> None:
+        """Stop the search workers, if any started."""
+        if self._pool is not None:
+            self._pool.close()
 
     def _readable(self, principal: Principal, artifact_id: str) -> tuple[ArtifactInfo, Content]:
         info = self._catalog.get(principal, artifact_id)
@@ -139,6 +154,39 @@ class Reader(Part):
             scan_bytes=scan_bytes,
             complete=info.complete,
         )
+        return _stated(found, info)
+
+    def lookahead(
+        self, items: list[ArtifactInfo], contents: dict[str, Content], query: GrepQuery, offset: int
+    ) -> Lookahead | None:
+        """Workers grepping a search's listing page ahead of it (``search_pool``),
+        when the page is big enough and the workers are up; else None."""
+        from .search_pool import Lookahead, SearchPool, worthwhile
+
+        if not worthwhile(items, offset) or not self.settings.resolved_blob_url.startswith("file:"):
+            # (Workers read local blobs; S3 reads are paced by the network, and
+            # a worker's own client is not what the serving process was given.)
+            return None
+        if self._pool is None:
+            count = self.settings.search_workers or len(os.sched_getaffinity(0))
+            if count <= 1:
+                return None
+            self._pool = SearchPool(self.settings.resolved_blob_url, count)
+        lent = self._pool.checkout()
+        if not lent:
+            return None
+        return Lookahead(
+            self._pool,
+            lent,
+            items,
+            contents,
+            query,
+            first_offset=offset,
+            max_bytes=self._bound(None),
+        )
+
+    def taken(self, info: ArtifactInfo, found: GrepResult) -> GrepResult:
+        """A worker's grep of ``info`` (a ``Lookahead``), stamped as ``grep_content``'s."""
         return _stated(found, info)
 
     def grep(

@@ -96,46 +96,69 @@ def search(catalog: Catalog, reader: Reader, principal: Principal, q: SearchQuer
             resume_id = None
         items = [info for info in items if _wanted(info, q)]
         contents = reader.listed_contents(items)
-        for info in items:
-            if matches >= q.max_matches or scanned >= q.max_scan_bytes:
-                stopped = "max_matches" if matches >= q.max_matches else "max_scan_bytes"
-                return _result(
-                    q, groups, matches, searched, scanned, page, info.id, offset, stopped
-                )
-            grep = GrepQuery.model_construct(  # its fields are grep_all's, checked
-                **{**grep_all.__dict__, "max_matches": q.max_matches - matches, "offset": offset}
-            )
-            try:
-                res = reader.grep_content(
-                    info, contents[info.id], grep, scan_bytes=max(1, q.max_scan_bytes - scanned)
-                )
-            except (Gone, NotFound):  # expired or deleted since it was listed
-                offset = 0
-                continue
-            searched += 1
-            scanned += res.next_offset - res.scanned_from
-            found = [
-                GrepMatch(line=m.line, before=[], after=[], spans=m.spans) for m in res.matches
-            ]
-            if found:
-                matches += len(found)
-                groups.append(
-                    SearchGroup(
-                        artifact_id=info.id,
-                        created_at=info.created_at,
-                        command=info.source.get("command"),
-                        name=info.name,
-                        tool=info.source.get("tool"),
-                        matches=found,
-                        cursor_page=page,
+        # Workers grep the page ahead when it is big (the answers are the same).
+        ahead = reader.lookahead(items, contents, grep_all, offset)
+        try:
+            for info in items:
+                if matches >= q.max_matches or scanned >= q.max_scan_bytes:
+                    stopped = "max_matches" if matches >= q.max_matches else "max_scan_bytes"
+                    return _result(
+                        q, groups, matches, searched, scanned, page, info.id, offset, stopped
                     )
-                )
-            if not res.eof:  # this output is not searched to its end yet
-                stopped = "max_matches" if matches >= q.max_matches else "max_scan_bytes"
-                return _result(
-                    q, groups, matches, searched, scanned, page, info.id, res.next_offset, stopped
-                )
-            offset = 0
+                scan_left = max(1, q.max_scan_bytes - scanned)
+                res = ahead.take(q.max_matches - matches, scan_left) if ahead else None
+                if res is not None:
+                    res = reader.taken(info, res)
+                else:
+                    grep = GrepQuery.model_construct(  # its fields are grep_all's, checked
+                        **{
+                            **grep_all.__dict__,
+                            "max_matches": q.max_matches - matches,
+                            "offset": offset,
+                        }
+                    )
+                    try:
+                        res = reader.grep_content(
+                            info, contents[info.id], grep, scan_bytes=scan_left
+                        )
+                    except (Gone, NotFound):  # expired or deleted since it was listed
+                        offset = 0
+                        continue
+                searched += 1
+                scanned += res.next_offset - res.scanned_from
+                found = [
+                    GrepMatch(line=m.line, before=[], after=[], spans=m.spans) for m in res.matches
+                ]
+                if found:
+                    matches += len(found)
+                    groups.append(
+                        SearchGroup(
+                            artifact_id=info.id,
+                            created_at=info.created_at,
+                            command=info.source.get("command"),
+                            name=info.name,
+                            tool=info.source.get("tool"),
+                            matches=found,
+                            cursor_page=page,
+                        )
+                    )
+                if not res.eof:  # this output is not searched to its end yet
+                    stopped = "max_matches" if matches >= q.max_matches else "max_scan_bytes"
+                    return _result(
+                        q,
+                        groups,
+                        matches,
+                        searched,
+                        scanned,
+                        page,
+                        info.id,
+                        res.next_offset,
+                        stopped,
+                    )
+                offset = 0
+        finally:
+            if ahead is not None:
+                ahead.stop()
         if listed.next_cursor is None:
             return _result(q, groups, matches, searched, scanned, None, None, 0, None)
         page = listed.next_cursor

@@ -251,6 +251,7 @@ class ArtifactStore:
         return cls(settings, engine, blobs, clock)
 
     def close(self) -> None:
+        self.reader.close()
         self.engine.dispose()
 
     def _read(self) -> AbstractContextManager[Session]:
