@@ -78,8 +78,9 @@ class _Grep:
         self.used = 0
         self.stopped: str | None = None  # why the page ended before the content did
         self.final = False  # max_matches ends the whole search (grep -m)
-        # (chunk, pos, first line start, last newline, its line number) -> (resume,
-        # line number after): a sink's own loop over a chunk's complete lines.
+        # (chunk, pos, first line start, last newline, its line number, whether
+        # to count the lines after the last match) -> (resume, line number after):
+        # a sink's own loop over a chunk's complete lines.
         self.bulk: Any = None
         self.floor = 0  # where the page's search starts: no context before it
         self.shown_to = 0  # past the last line this page shows (a match or its context)
@@ -328,8 +329,8 @@ def _run(
 ) -> tuple[int | None, bool]:
     """Feed the chunks; (resume offset or None at the end, stopped early)."""
     stopped = False
-    for chunk in content.iter_range(start, size):
-        resume = scan.feed(chunk)
+    for chunk, newlines in content.iter_counted(start, size):
+        resume = scan.feed(chunk, newlines)
         if resume is not None:
             stopped = resume < size
             break
@@ -442,9 +443,12 @@ class _Scan:
             return min(hit.end + 1, self.g.content.size)
         return None
 
-    def feed(self, chunk: bytes) -> int | None:
+    def feed(self, chunk: bytes, newlines: int | None = None) -> int | None:
+        """Search ``chunk`` (``newlines``: how many it holds, when its segment's row
+        says: then the lines after its last match are not counted)."""
         g = self.g
         pos = self._pos
+        at_start = self.number  # each newline of the chunk adds one to it
         first = chunk.find(b"\n")
         g.base, g.data = pos, chunk
         if first < 0:  # the middle of a line longer than a chunk
@@ -465,9 +469,11 @@ class _Scan:
             # A sink that wants whole lines only (rows as bytes): every line wholly
             # in this chunk in one tight loop (see ``_Grep.bulk``).
             found_to: int | None
-            found_to, self.number = g.bulk(chunk, pos, i, last, self.number)
+            found_to, self.number = g.bulk(chunk, pos, i, last, self.number, newlines is None)
             if found_to is not None:
                 return found_to
+            if newlines is not None:
+                self.number = at_start + newlines
             self.line_start = pos + last + 1
             self._grow(chunk[last + 1 :], self.line_start)
             self._pos = pos + len(chunk)
@@ -494,7 +500,10 @@ class _Scan:
                 resume = self._record(_Hit(self.number, pos + ls, pos + le, spans[0], spans))
             if resume is not None:
                 return resume
-        self.number += _newlines(chunk, counted, last + 1)
+        if newlines is not None:
+            self.number = at_start + newlines
+        else:
+            self.number += _newlines(chunk, counted, last + 1)
         self.line_start = pos + last + 1
         self._grow(chunk[last + 1 :], self.line_start)
         self._pos = pos + len(chunk)
