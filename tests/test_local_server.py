@@ -171,7 +171,9 @@ def test_killing_the_server_during_a_run_loses_no_stored_byte_and_says_why(
         stderr=subprocess.PIPE,
         env=_env(home),
     )
-    time.sleep(1.5)
+    # The server dies once it has published part of the output (not after a fixed
+    # time: on a loaded machine the run had not overflowed yet at 1.5 s).
+    assert wait_until(lambda: _stored_any(home), timeout=60)
     os.kill(pid, signal.SIGKILL)
     out, _ = run.communicate(timeout=120)
     result = json.loads(out)
@@ -188,6 +190,12 @@ def test_killing_the_server_during_a_run_loses_no_stored_byte_and_says_why(
     info = json.loads(_cli(home, "info", art, "--json").stdout)
     assert info["state"] == "incomplete" and info["size_bytes"] >= stored
     assert _cli(home, "cat", art).stdout == expected[: info["size_bytes"]]
+
+
+def _stored_any(home: Path) -> bool:
+    """Whether some artifact of the home has bytes published (asked of its server)."""
+    out = _cli(home, "ls", "--json")
+    return out.returncode == 0 and any(a["size_bytes"] > 0 for a in json.loads(out.stdout)["items"])
 
 
 def test_with_a_server_url_no_verb_loads_the_database_layer(tmp_path: Path) -> None:
