@@ -170,6 +170,13 @@ class Catalog(Part):
             items=items, next_cursor=next_cursor, total_bytes=total, total_count=count
         )
 
+    @staticmethod
+    def cursor_after(info: ArtifactInfo) -> str:
+        """The cursor of a newest-first listing (``sort="created"``) that goes on
+        right after ``info``: a search that stopped at the next output starts its
+        next call there, instead of listing the page again up to it."""
+        return _encode_cursor(info.created_at, info.id)
+
     def delete(
         self, principal: Principal, artifact_id: str, *, reason: str = "deleted"
     ) -> ArtifactInfo:

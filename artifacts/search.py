@@ -92,6 +92,8 @@ def search(catalog: Catalog, reader: Reader, principal: Principal, q: SearchQuer
         items = listed.items
         if resume_id is not None:  # the output the last call stopped in, and on
             at = next((i for i, info in enumerate(items) if info.id == resume_id), None)
+            if at is None:  # it is gone since: the next one is searched from its start
+                offset = 0
             items = items[at:] if at is not None else items
             resume_id = None
         items = [info for info in items if _wanted(info, q)]
@@ -99,11 +101,13 @@ def search(catalog: Catalog, reader: Reader, principal: Principal, q: SearchQuer
         # Workers grep the page ahead when it is big (the answers are the same).
         ahead = reader.lookahead(items, contents, grep_all, offset)
         try:
-            for info in items:
+            for i, info in enumerate(items):
+                # Where a next call lists from, were this call to stop in this output.
+                here = catalog.cursor_after(items[i - 1]) if i else page
                 if matches >= q.max_matches or scanned >= q.max_scan_bytes:
                     stopped = "max_matches" if matches >= q.max_matches else "max_scan_bytes"
                     return _result(
-                        q, groups, matches, searched, scanned, page, info.id, offset, stopped
+                        q, groups, matches, searched, scanned, here, info.id, offset, stopped
                     )
                 scan_left = max(1, q.max_scan_bytes - scanned)
                 res = ahead.take(q.max_matches - matches, scan_left) if ahead else None
@@ -139,7 +143,7 @@ def search(catalog: Catalog, reader: Reader, principal: Principal, q: SearchQuer
                             name=info.name,
                             tool=info.source.get("tool"),
                             matches=found,
-                            cursor_page=page,
+                            cursor_page=here,
                         )
                     )
                 if not res.eof:  # this output is not searched to its end yet
@@ -150,7 +154,7 @@ def search(catalog: Catalog, reader: Reader, principal: Principal, q: SearchQuer
                         matches,
                         searched,
                         scanned,
-                        page,
+                        here,
                         info.id,
                         res.next_offset,
                         stopped,

@@ -102,6 +102,50 @@ def test_a_walk_of_cursors_meets_every_match_once(
     assert _walk(backend, query) == _expected(store, outputs, "ECONNREFUSED")
 
 
+def test_a_walk_whose_output_was_deleted_mid_search_goes_on_from_the_next_outputs_start(
+    store: ArtifactStore,
+) -> None:
+    older = _output(store, ALICE, _log(2_000, 100), command="older")  # lines 100, 200, ...
+    newer = _output(store, ALICE, _log(50_000, 10_000), command="newer")
+    first = store.search(ALICE, SearchQuery(pattern="ECONNREFUSED", max_scan_bytes=300_000))
+    assert first.resume_artifact == newer and (first.resume_offset or 0) > 100_000
+    store.delete(ALICE, newer)
+    rest = store.search(ALICE, SearchQuery(pattern="ECONNREFUSED", cursor=first.next_cursor))
+    # Not resumed at the deleted output's offset inside the next one: all of its lines.
+    assert [(g.artifact_id, m.line.number) for g in rest.groups for m in g.matches] == [
+        (older, n) for n in range(100, 2_001, 100)
+    ]
+
+
+def test_a_walk_resumes_where_it_stopped_without_listing_what_it_searched(
+    store: ArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ids = [_output(store, ALICE, _log(2_000, 500), command=f"job {i}") for i in range(30)]
+    first_listed: list[str] = []
+    keep = store.catalog.list
+
+    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
+        page = keep(*args, **kwargs)
+        first_listed.append(page.items[0].id)
+        return page
+
+    monkeypatch.setattr(store.catalog, "list", spy)
+    resumed: list[str] = []
+    hits: list[tuple[str, int]] = []
+    cursor = None
+    while True:
+        res = store.search(ALICE, SearchQuery(pattern="ECONNREFUSED", max_matches=7, cursor=cursor))
+        hits += [(g.artifact_id, m.line.number) for g in res.groups for m in g.matches]
+        if res.next_cursor is None:
+            break
+        assert res.resume_artifact is not None
+        resumed.append(res.resume_artifact)
+        cursor = res.next_cursor
+    assert hits == _expected(store, ids, "ECONNREFUSED")
+    # Each call lists from the output the last one stopped in, not from its page's start.
+    assert len(resumed) == 17 and first_listed[1:] == resumed
+
+
 def test_a_session_and_a_tool_narrow_the_search(store: ArtifactStore, outputs: list[str]) -> None:
     backend = InProcessClient(store, ALICE)
     res = backend.search(SearchQuery(pattern="ECONNREFUSED", session_id="s2", max_matches=1000))
