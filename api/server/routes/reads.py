@@ -164,7 +164,7 @@ def download_content(
     # byte is sent, and one restarted mid-download no longer cuts the body short.
     planned = content.plan(start, end)
     return StreamingResponse(
-        _counted(content.iter_range(start, end, planned), metrics, release),
+        _counted(_coalesced(content.iter_range(start, end, planned)), metrics, release),
         status_code=status,
         media_type=_content_type(info.media_type),
         headers=headers,
@@ -197,6 +197,26 @@ def download_link(
 
 def _ext(media_type: str) -> str:
     return "txt" if media_type.startswith("text/") else "bin"
+
+
+_PIECE = 1024 * 1024
+
+
+def _coalesced(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """Stored pieces joined up to ~1 MiB: the server sends each piece from its
+    event loop, a hop from the reading thread, and compressed outputs are read a
+    256 KiB frame at a time (``overspill cat`` of 128 MiB stored compressed:
+    0.43 s a piece per frame, 0.32 s joined)."""
+    held: list[bytes] = []
+    size = 0
+    for chunk in chunks:
+        held.append(chunk)
+        size += len(chunk)
+        if size >= _PIECE:
+            yield held[0] if len(held) == 1 else b"".join(held)
+            held, size = [], 0
+    if held:
+        yield b"".join(held)
 
 
 def _counted(
