@@ -185,10 +185,6 @@ class Reader(Part):
             max_bytes=self._bound(None),
         )
 
-    def taken(self, info: ArtifactInfo, found: GrepResult) -> GrepResult:
-        """A worker's grep of ``info`` (a ``Lookahead``), stamped as ``grep_content``'s."""
-        return _stated(found, info)
-
     def grep(
         self,
         principal: Principal,

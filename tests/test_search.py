@@ -146,6 +146,29 @@ def test_a_walk_resumes_where_it_stopped_without_listing_what_it_searched(
     assert len(resumed) == 17 and first_listed[1:] == resumed
 
 
+def test_a_call_lists_about_as_many_more_outputs_as_its_bytes_left_will_search(
+    store: ArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from overspill.artifacts import search as search_module
+
+    monkeypatch.setattr(search_module, "_PAGE", 10)
+    monkeypatch.setattr(search_module, "_MIN_PAGE", 2)
+    ids = [_output(store, ALICE, _log(1_000, 500), command=f"job {i}") for i in range(30)]
+    size = store.get(ALICE, ids[0]).size_bytes
+    limits: list[int] = []
+    keep = store.catalog.list
+
+    def spy(principal, query):  # type: ignore[no-untyped-def]
+        limits.append(query.limit)
+        return keep(principal, query)
+
+    monkeypatch.setattr(store.catalog, "list", spy)
+    # A call searches 13 outputs' bytes: a page of 10, then about 3 more, not 10.
+    query = SearchQuery(pattern="ECONNREFUSED", max_matches=1000, max_scan_bytes=13 * size)
+    assert _walk(InProcessClient(store, ALICE), query) == _expected(store, ids, "ECONNREFUSED")
+    assert limits[:2] == [10, 5], limits
+
+
 def test_a_session_and_a_tool_narrow_the_search(store: ArtifactStore, outputs: list[str]) -> None:
     backend = InProcessClient(store, ALICE)
     res = backend.search(SearchQuery(pattern="ECONNREFUSED", session_id="s2", max_matches=1000))

@@ -16,8 +16,8 @@ import pytest
 
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.queries import SearchQuery
-from overspill.artifacts.records import Principal, SearchResult
-from overspill.artifacts.search_pool import SearchPool, _Worker
+from overspill.artifacts.records import GrepResult, Principal, SearchResult
+from overspill.artifacts.search_pool import Lookahead, SearchPool, _Worker
 from overspill.artifacts.store import ArtifactStore
 from tests.helpers import ALICE, wait_until
 
@@ -80,16 +80,18 @@ def _walk(store: ArtifactStore, who: Principal, query: SearchQuery) -> list[Sear
     raise AssertionError("the walk did not end")
 
 
-def _taken(store: ArtifactStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def _taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The outputs whose answers came from a worker (recorded as they are taken)."""
     taken: list[str] = []
-    keep = store.reader.taken
+    keep = Lookahead.take
 
-    def spy(info, found):  # type: ignore[no-untyped-def]
-        taken.append(info.id)
-        return keep(info, found)
+    def spy(self: Lookahead, matches_left: int, scan_left: int) -> GrepResult | None:
+        found = keep(self, matches_left, scan_left)
+        if found is not None:
+            taken.append(found.artifact_id)
+        return found
 
-    monkeypatch.setattr(store.reader, "taken", spy)
+    monkeypatch.setattr(Lookahead, "take", spy)
     return taken
 
 
@@ -112,7 +114,7 @@ def test_a_walk_with_workers_is_the_serial_walk_call_for_call(
         expected = _walk(serial, ALICE, query)
     finally:
         serial.close()
-    taken = _taken(pooled, monkeypatch)
+    taken = _taken(monkeypatch)
     got = _walk(pooled, ALICE, query)
     assert [r.model_dump() for r in got] == [r.model_dump() for r in expected]
     assert taken, "no answer came from a worker"
@@ -150,7 +152,7 @@ def test_workers_killed_mid_walk_cost_time_not_answers(
     # The dead are replaced: a search starts new workers, and later ones use them.
     pooled.search(ALICE, query)
     assert wait_until(lambda: pool.up() == 2)
-    taken = _taken(pooled, monkeypatch)
+    taken = _taken(monkeypatch)
     assert [r.model_dump() for r in _walk(pooled, ALICE, query)] == expected
     assert taken
 
