@@ -3,13 +3,11 @@
 The reference is ``bash -c 'CMD | cat > f'``: a pipe, a reader and a file, which
 is the least any capturing executor does (``CMD > f`` has no pipe at all, so no
 capturing executor can approach it). The peer to beat is the TypeScript executor
-overspill replaces, measured doing the same work: keeping the whole stream (its
-spill cap raised to 2 GiB; at its default 64 MiB cap it discards the spill file
-and keeps only a tail, which is less than overspill does). Its figures were
-measured on this kind of machine (medians of interleaved ratios to
-``cmd | cat > f``) and are printed beside ours, not re-run here (it is not part
-of this repository). Target: the executor with its store open and ``overspill
-run`` as a process each at or above the peer at every size.
+overspill replaces, keeping the whole stream. Its figures are the ones issue 40's
+table states (medians of interleaved ratios to ``cmd | cat > f``), printed beside
+ours, not re-run here (it is not part of this repository). Target: the executor
+with its store open and ``overspill run`` as a process each at or above the peer
+at every size, and at 64 MiB at or above 0.5 as well.
 
 Measured, interleaved, in one run (medians of per-repetition ratios):
 
@@ -52,19 +50,21 @@ GENERATORS = {
     "zeros": "head -c {size} /dev/zero",
     "lines": "yes 'INFO 2026-12-02T18:00:00Z worker-7 processed request id=42 in 3ms ok' | head -c {size}",
 }
-# The TypeScript executor overspill replaces, keeping the whole stream (spill
-# cap 2 GiB), measured on this kind of machine: median ratio to `cmd | cat > f`,
-# CPU s for 1 GiB of zeros, `seq 1 20000` as a process (wall ms).
+# The TypeScript executor overspill replaces, keeping the whole stream: its
+# median ratios to `cmd | cat > f` as issue 40's table states them (its source is
+# not in this repository, so they are stated, not re-run), and the table's floor
+# of 0.5 at 64 MiB; CPU s for 1 GiB of zeros; `seq 1 20000` as a process (ms).
 PEER = {
-    "zeros_16mib": 0.36,  # (measured at 64 MiB; the quick run's smaller size)
-    "zeros_64mib": 0.36,
-    "zeros_1024mib": 0.34,
-    "lines_16mib": 0.37,
-    "lines_64mib": 0.37,
-    "lines_1024mib": 0.49,
+    "zeros_16mib": 0.23,  # (the table's 64 MiB figure; the quick run's smaller size)
+    "zeros_64mib": 0.23,
+    "zeros_1024mib": 0.86,
+    "lines_16mib": 0.49,
+    "lines_64mib": 0.49,
+    "lines_1024mib": 0.75,
     "cpu_s_per_gib": 4.2,
-    "seq_20000_ms": 110,
+    "seq_20000_ms": 120,
 }
+FLOOR = {"zeros_16mib": 0.5, "zeros_64mib": 0.5, "lines_16mib": 0.5, "lines_64mib": 0.5}
 
 
 def _cpu() -> float:
@@ -217,11 +217,12 @@ def main() -> None:
                 if size == sizes[-1]:  # per GiB at the largest size: no fixed costs
                     gib = size / (1024 * MiB)
                     cpu_per_gib.append(median([r["cpu_s"] for r in rows["executor"]]) / gib)
-                want = PEER[label]
+                want = max(PEER[label], FLOOR.get(label, 0.0))
                 for name in ("executor", "cli"):
                     got = figures[f"{label}_{name}_ratio"]
+                    floor = f" and >= {FLOOR[label]}" if label in FLOOR else ""
                     targets[f"{label}_{name}_ratio"] = {
-                        "want": f">= the peer's {want} of `cmd | cat > f`",
+                        "want": f">= the peer's {PEER[label]}{floor} of `cmd | cat > f`",
                         "got": got,
                         "met": got >= want,
                     }
