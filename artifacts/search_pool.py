@@ -50,6 +50,12 @@ PER_WORKER = 2
 """Batches sent to a worker before its first answer is read: one to grep, one queued."""
 PARALLEL_BYTES = 16 * 1024 * 1024
 """A listing page with fewer bytes than this to search is grepped by the call alone."""
+PARALLEL_OUTPUT_BYTES = 1024 * 1024
+"""... and whose outputs average less than this are grepped alone too. Measured
+on 2 cores: 32 outputs of 16 MiB took 0.18 s with two workers against 0.21 s
+alone; 10,000 of 214 KB took 1.36 s against 1.26 s alone (each output's answer
+costs the caller about what grepping it costs, and the workers add their own
+share of the two cores)."""
 IDLE_S = 30.0
 
 
@@ -310,5 +316,7 @@ class Lookahead:
 
 
 def worthwhile(items: list[ArtifactInfo], first_offset: int) -> bool:
-    """Whether a page holds enough bytes to be worth sending to workers."""
-    return sum(info.size_bytes for info in items) - first_offset >= PARALLEL_BYTES
+    """Whether a page is worth sending to workers: enough bytes in all, in outputs
+    big enough that grepping them, not sending and taking them, is the work."""
+    total = sum(info.size_bytes for info in items) - first_offset
+    return total >= PARALLEL_BYTES and total >= PARALLEL_OUTPUT_BYTES * len(items)
