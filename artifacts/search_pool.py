@@ -27,6 +27,7 @@ them) greps alone.
 
 from __future__ import annotations
 
+import os
 import select
 import subprocess
 import sys
@@ -59,6 +60,12 @@ share of the two cores)."""
 IDLE_S = 30.0
 
 
+_WORKER_ENV = ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "TMPDIR")
+"""All of the environment a worker gets: what the interpreter needs to start.
+It reads local blobs named on its command line, so no setting and no
+credential of the serving process reaches it."""
+
+
 class _Worker:
     def __init__(self, args: list[str]) -> None:
         self.proc = subprocess.Popen(
@@ -66,6 +73,7 @@ class _Worker:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             close_fds=True,
+            env={k: os.environ[k] for k in _WORKER_ENV if k in os.environ},
         )
         self.up = False
         self.pending: deque[int] = deque()  # batches sent, answers not read yet

@@ -196,6 +196,24 @@ def test_the_workers_end_with_a_killed_parent(home: Path, tmp_path: Path) -> Non
     assert wait_until(lambda: not _alive(pids), timeout=10), "a worker outlived its parent"
 
 
+def test_a_worker_gets_no_setting_or_credential_of_its_parent(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "do-not-pass-me")
+    monkeypatch.setenv("OVERSPILL_TOKEN", "ovs_not_for_workers")
+    store = _open(home, 2)
+    try:
+        store.search(ALICE, SearchQuery(pattern="x"))
+        pids = _worker_pids()
+        assert len(pids) == 2
+        for pid in pids:
+            env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+            names = {item.split(b"=", 1)[0] for item in env if item}
+            assert not names & {b"AWS_SECRET_ACCESS_KEY", b"OVERSPILL_TOKEN"}, names
+    finally:
+        store.close()
+
+
 def test_a_pool_not_yet_up_lends_no_worker(tmp_path: Path) -> None:
     pool = SearchPool((tmp_path / "blobs").as_uri(), 2)
     try:
