@@ -84,6 +84,10 @@ class Content:
         # The last frames decoded: a tail or a line lookup reads the same frame
         # several times (line start, newline count, the text).
         self._decoded: dict[tuple[str, int], bytes] = {}
+        # The last page of segment rows fetched (too many to keep them all): a
+        # grep reads the line that spans two frames again, by offset, once per
+        # frame, and each of those reads was a query (338 for 128 MiB).
+        self._page: list[SegmentRef] = []
 
     @classmethod
     def detached(
@@ -175,24 +179,32 @@ class Content:
         if few is not None:
             yield from (seg for seg in few if seg.end > start)
             return
-        with self._database().read() as s:
-            first = s.execute(
-                _columns()
-                .where(Segment.artifact_id == self.artifact_id, Segment.offset <= start)
-                .order_by(Segment.offset.desc())
-                .limit(1)
-            ).one_or_none()
-            cursor = first.offset if first is not None else start
-            batch = [_ref(first)] if first is not None and first.offset + first.size > start else []
-        yield from batch
+        page = self._page
+        if page and page[0].offset <= start < page[-1].end:
+            at = bisect.bisect_right([seg.offset for seg in page], start) - 1
+            yield from page[at:]
+            cursor = page[-1].offset
+        else:
+            with self._database().read() as s:
+                first = s.execute(
+                    _columns()
+                    .where(Segment.artifact_id == self.artifact_id, Segment.offset <= start)
+                    .order_by(Segment.offset.desc())
+                    .limit(1)
+                ).one_or_none()
+                cursor = first.offset if first is not None else start
+                head = (
+                    [_ref(first)] if first is not None and first.offset + first.size > start else []
+                )
+            yield from head
         while True:
             # Mid-stream (the response has started): one more try on a dead connection.
             rows = self._database().query(partial(self._page_after, cursor))
             if not rows:
                 return
-            for row in rows:
-                yield _ref(row)
-            cursor = rows[-1].offset
+            self._page = [_ref(row) for row in rows]
+            yield from self._page
+            cursor = self._page[-1].offset
 
     def plan(self, start: int, end: int) -> list[SegmentRef]:
         """The segments of [start, end), at most PLANNED of them, fetched now: a
@@ -246,7 +258,7 @@ class Content:
                 if replanned:
                     raise self._on_missing() from None
                 replanned = True
-                self._few, self._looked = None, False
+                self._few, self._looked, self._page = None, False, []
                 segments = self._segments_from(pos)
 
     def _read(

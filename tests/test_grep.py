@@ -189,6 +189,35 @@ def test_grep_agrees_with_gnu_grep_on_awkward_bytes_and_every_page_size(
                 assert got == want, (data, pattern, page)
 
 
+def test_grep_rows_of_an_output_of_many_segments_are_gnu_greps_across_segment_edges(
+    tmp_path: object,
+) -> None:
+    """More segments than a read keeps (paged from the database), stored as
+    written, and matching lines that span segments: each such row is read again
+    by offset, from the page of segments already fetched."""
+    import subprocess
+    from pathlib import Path
+
+    from overspill.artifacts.config import StoreSettings
+    from overspill.artifacts.grep_text import STATUS
+    from overspill.artifacts.queries import GrepLinesQuery
+
+    store = ArtifactStore.open(
+        StoreSettings(home=str(Path(str(tmp_path))), segment_bytes=1000, compression_level=0)
+    )
+    try:
+        data = b"".join(b"%d %s\n" % (i, b"hit" * (i % 7) or b"miss") for i in range(40_000))
+        art = write_artifact(store, data)
+        assert store.get(ALICE, art).size_bytes == len(data) > 600 * 1000  # > 600 segments
+        _, rows = store.grep_lines(ALICE, art, GrepLinesQuery(pattern="hit"))
+        body = b"".join(rows)
+        got = body[: body.rindex(STATUS)]
+        gnu = subprocess.run(["grep", "-n", "hit"], input=data, capture_output=True).stdout
+        assert got == gnu
+    finally:
+        store.close()
+
+
 def test_grep_m_shows_trailing_context_that_matches_as_gnu_grep_does(tmp_path: object) -> None:
     import subprocess
     from pathlib import Path
