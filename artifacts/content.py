@@ -149,6 +149,10 @@ class Content:
         if few is not None:
             i = bisect.bisect_right([seg.offset for seg in few], offset) - 1
             return few[i] if i >= 0 else None
+        return self._stored_at(offset)
+
+    def _stored_at(self, offset: int) -> SegmentRef | None:
+        """The last segment that starts at or before ``offset``, from the database."""
         with self._database().read() as s:
             row = s.execute(
                 _columns()
@@ -185,18 +189,10 @@ class Content:
             yield from page[at:]
             cursor = page[-1].offset
         else:
-            with self._database().read() as s:
-                first = s.execute(
-                    _columns()
-                    .where(Segment.artifact_id == self.artifact_id, Segment.offset <= start)
-                    .order_by(Segment.offset.desc())
-                    .limit(1)
-                ).one_or_none()
-                cursor = first.offset if first is not None else start
-                head = (
-                    [_ref(first)] if first is not None and first.offset + first.size > start else []
-                )
-            yield from head
+            first = self._stored_at(start)
+            cursor = first.offset if first is not None else start
+            if first is not None and first.end > start:
+                yield first
         while True:
             # Mid-stream (the response has started): one more try on a dead connection.
             rows = self._database().query(partial(self._page_after, cursor))
