@@ -78,9 +78,9 @@ class _Grep:
         self.used = 0
         self.stopped: str | None = None  # why the page ended before the content did
         self.final = False  # max_matches ends the whole search (grep -m)
-        # (chunk, pos, first line start, last newline, its line number, whether
-        # to count the lines after the last match) -> (resume, line number after):
-        # a sink's own loop over a chunk's complete lines.
+        # (chunk, pos, first line start, last newline, its line number) -> (resume,
+        # the number of the line at the offset reached, that offset): a sink's own
+        # loop over a chunk's complete lines; the scan counts the rest.
         self.bulk: Any = None
         self.floor = 0  # where the page's search starts: no context before it
         self.shown_to = 0  # past the last line this page shows (a match or its context)
@@ -469,37 +469,35 @@ class _Scan:
             # A sink that wants whole lines only (rows as bytes): every line wholly
             # in this chunk in one tight loop (see ``_Grep.bulk``).
             found_to: int | None
-            found_to, self.number = g.bulk(chunk, pos, i, last, self.number, newlines is None)
+            found_to, self.number, counted = g.bulk(chunk, pos, i, last, self.number)
             if found_to is not None:
                 return found_to
-            if newlines is not None:
-                self.number = at_start + newlines
-            self.line_start = pos + last + 1
-            self._grow(chunk[last + 1 :], self.line_start)
-            self._pos = pos + len(chunk)
-            return None
-        m = regex.find(chunk, i, last + 1) if i <= last else None
-        # A match at last + 1 (an empty one, as ^$ makes there) is of the line that
-        # starts after the chunk's last newline: that line is searched with what
-        # follows (or found not to exist: past a final newline there is no line).
-        while m is not None and m[0] <= last:
-            ls = chunk.rfind(b"\n", 0, m[0]) + 1
-            le = chunk.find(b"\n", m[1], last + 1)
-            self.number += _newlines(chunk, counted, ls)
-            counted = ls
-            # One search finds both the line's further matches and the next line's
-            # first: a separate search of the rest of the line cost a call per hit.
-            found, m = _spans(regex, chunk, m, le, last + 1)
-            end = le - 1 if le > ls and chunk[le - 1] == 13 else le  # without a CR
-            if fast and end - ls <= line_cap:
-                # The common case, kept off the general path (no context, a short
-                # line wholly in this chunk): each match costs a few microseconds.
-                resume = self.g.short(self.number, chunk, pos, ls, end, le, found)
-            else:
-                spans = [(pos + a, pos + b) for a, b in found]
-                resume = self._record(_Hit(self.number, pos + ls, pos + le, spans[0], spans))
-            if resume is not None:
-                return resume
+        else:
+            m = regex.find(chunk, i, last + 1) if i <= last else None
+            # A match at last + 1 (an empty one, as ^$ makes there) is of the line
+            # that starts after the chunk's last newline: that line is searched with
+            # what follows (or found not to exist: past a final newline, no line).
+            while m is not None and m[0] <= last:
+                ls = chunk.rfind(b"\n", 0, m[0]) + 1
+                le = chunk.find(b"\n", m[1], last + 1)
+                self.number += _newlines(chunk, counted, ls)
+                counted = ls
+                # One search finds both the line's further matches and the next
+                # line's first: a separate search of the rest of the line cost a
+                # call per hit.
+                found, m = _spans(regex, chunk, m, le, last + 1)
+                end = le - 1 if le > ls and chunk[le - 1] == 13 else le  # without a CR
+                if fast and end - ls <= line_cap:
+                    # The common case, kept off the general path (no context, a
+                    # short line wholly in this chunk): a few microseconds a match.
+                    resume = self.g.short(self.number, chunk, pos, ls, end, le, found)
+                else:
+                    spans = [(pos + a, pos + b) for a, b in found]
+                    resume = self._record(_Hit(self.number, pos + ls, pos + le, spans[0], spans))
+                if resume is not None:
+                    return resume
+        # The lines after the last match: counted by the segment's row when the
+        # chunk is a whole segment, else here.
         if newlines is not None:
             self.number = at_start + newlines
         else:
