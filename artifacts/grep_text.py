@@ -32,13 +32,6 @@ from .grep_groups import Groups
 from .grep_patterns import Finder, finder_for
 from .queries import GrepLinesQuery
 
-_PIECE = 256 * 1024
-_PIECE_S = 0.05
-"""Rows leave in pieces of at least _PIECE bytes, or what _PIECE_S gathered: the
-server sends each piece from its event loop, a hop from the thread that greps,
-and a piece per 256 KiB frame searched (512 for 128 MiB of ``ERROR`` lines, 1%
-matching) made that grep 0.49 s through the CLI where it is now 0.16-0.27 s."""
-
 STATUS = b"\0"
 """The first byte of the stream's last line, the status (never a row's)."""
 
@@ -253,13 +246,11 @@ def _grep_lines(content: Content, query: GrepLinesQuery, time_budget_s: float) -
     g.lines_of(_plain(query))
     scan = _Scan(g, start, content.line_number_at(start))
     resume: int | None = None
-    sent = time.monotonic()
     for chunk, newlines in content.iter_counted(start, size):
         resume = scan.feed(chunk, newlines)
-        if len(g.out) >= _PIECE or (g.out and time.monotonic() - sent >= _PIECE_S):
+        if g.out:
             yield bytes(g.out)
             g.out.clear()
-            sent = time.monotonic()
         if resume is not None:
             break
         if time.monotonic() > deadline:
@@ -289,7 +280,6 @@ def _inverted(
     limit = q.max_count or 2**62
     out = bytearray()
     carry = b""
-    sent = time.monotonic()
     for chunk in content.iter_range(start, size):
         data = carry + chunk if carry else chunk
         base = pos - len(carry)
@@ -312,10 +302,9 @@ def _inverted(
             i = nl + 1
         carry = data[i:][:LINE_WHOLE]
         pos += len(chunk)
-        if len(out) >= _PIECE or (out and time.monotonic() - sent >= _PIECE_S):
+        if out:
             yield bytes(out)
             out.clear()
-            sent = time.monotonic()
         if time.monotonic() > deadline:
             yield _status(base + i, size, found, "time_budget")
             return

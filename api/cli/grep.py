@@ -136,8 +136,11 @@ def _stream(
             data = pending + chunk
             cut = data.rfind(b"\n") + 1
             body, pending = data[:cut], data[cut:]
-            nul = body.find(b"\0")
-            if nul >= 0 and (nul == 0 or body[nul - 1] == 10):
+            # The status is the line that starts with a NUL (a row starts with its
+            # number or "--"; a NUL inside a row's bytes is not it), wherever the
+            # pieces of the stream were cut.
+            nul = 0 if body.startswith(b"\0") else body.find(b"\n\0") + 1
+            if nul or body.startswith(b"\0"):
                 status = json.loads(body[nul + 1 :])
                 body = body[:nul]
             if body:

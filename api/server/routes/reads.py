@@ -10,6 +10,7 @@ worker thread.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from datetime import datetime
 from typing import Annotated, Any
@@ -200,21 +201,25 @@ def _ext(media_type: str) -> str:
 
 
 _PIECE = 1024 * 1024
+_PIECE_S = 0.05
 
 
 def _coalesced(chunks: Iterator[bytes]) -> Iterator[bytes]:
-    """Stored pieces joined up to ~1 MiB: the server sends each piece from its
-    event loop, a hop from the reading thread, and compressed outputs are read a
-    256 KiB frame at a time (``overspill cat`` of 128 MiB stored compressed:
-    0.43 s a piece per frame, 0.32 s joined)."""
+    """Pieces joined up to ~1 MiB, or what 50 ms gathered (a slow grep still
+    shows its rows as it finds them): the server sends each piece from its event
+    loop, a hop from the thread that produces it, and stored outputs come a
+    256 KiB frame at a time. Measured on 128 MiB stored compressed, a piece per
+    frame against joined: ``overspill cat`` 0.43 -> 0.32 s, ``overspill grep ID
+    ERROR`` (1% of lines) 0.49 -> 0.16-0.27 s."""
     held: list[bytes] = []
     size = 0
+    sent = time.monotonic()
     for chunk in chunks:
         held.append(chunk)
         size += len(chunk)
-        if size >= _PIECE:
+        if size >= _PIECE or time.monotonic() - sent >= _PIECE_S:
             yield held[0] if len(held) == 1 else b"".join(held)
-            held, size = [], 0
+            held, size, sent = [], 0, time.monotonic()
     if held:
         yield b"".join(held)
 
@@ -378,7 +383,7 @@ def grep_lines(
         raise
     headers = dict(_INERT)
     return StreamingResponse(
-        _counted(_prepend(first, rows), request.app.state.metrics, release),
+        _counted(_coalesced(_prepend(first, rows)), request.app.state.metrics, release),
         media_type="text/plain; charset=utf-8",
         headers=headers,
         background=BackgroundTask(release),
