@@ -5,7 +5,6 @@ has seen the end of the output. Expired and deleted artifacts answer Gone.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, TypeVar
 
@@ -161,14 +160,14 @@ class Reader(Part):
     ) -> Lookahead | None:
         """Workers grepping a search's listing page ahead of it (``search_pool``),
         when the page is big enough and the workers are up; else None."""
-        from .search_pool import Lookahead, SearchPool, worthwhile
+        from .search_pool import Lookahead, SearchPool, cores, worthwhile
 
         if not worthwhile(items, offset) or not self.settings.resolved_blob_url.startswith("file:"):
             # (Workers read local blobs; S3 reads are paced by the network, and
             # a worker's own client is not what the serving process was given.)
             return None
         if self._pool is None:
-            count = self.settings.search_workers or len(os.sched_getaffinity(0))
+            count = self.settings.search_workers or cores()
             if count <= 1:
                 return None
             self._pool = SearchPool(self.settings.resolved_blob_url, count)

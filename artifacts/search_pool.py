@@ -323,6 +323,14 @@ class Lookahead:
         self._pool.checkin(healthy, len(self._workers) - len(healthy), self._since)
 
 
+def cores() -> int:
+    """The cores this process may run on (its affinity where the system has one:
+    Linux; the machine's count elsewhere, as on macOS)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def worthwhile(items: list[ArtifactInfo], first_offset: int) -> bool:
     """Whether a page is worth sending to workers: enough bytes in all, in outputs
     big enough that grepping them, not sending and taking them, is the work."""

@@ -248,3 +248,14 @@ def _alive(pids: list[int]) -> bool:
             continue
         alive = alive or state != "Z"
     return alive
+
+
+def test_the_default_count_of_workers_follows_the_cores_where_affinity_is_unknown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from overspill.artifacts import search_pool
+
+    assert search_pool.cores() >= 1
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)  # as on macOS
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    assert search_pool.cores() == 3
