@@ -424,3 +424,34 @@ def test_a_long_put_shows_a_progress_bar_on_the_terminal_and_none_with_quiet(
     assert "stored" in bar and re.search(r"\d+(\.\d+)?[kMG]?B/s", bar), bar
     quiet, out = _put_through_a_slow_pipe(tmp_path, "--quiet", watch_s=2)
     assert out.startswith(b"art_") and quiet == b""
+
+
+def test_a_verb_writes_its_whole_answer_to_a_pipe_its_parent_made_non_blocking(
+    tmp_path: Path,
+) -> None:
+    """A parent may hand a verb a non-blocking pipe and read it late: the answer
+    still arrives whole (it was cut at the pipe's capacity, with exit status 0)."""
+    import json
+
+    from tests.helpers import cli_env
+
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    env = cli_env(OVERSPILL_HOME=tmp_path / "home", OVERSPILL_LOCAL_SERVER="off")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "overspill.api.cli", "run", "--json", "--", "seq 1 300000"],
+        stdout=write,
+        env=env,
+    )
+    os.close(write)
+    try:
+        time.sleep(1.0)  # the reader comes late: the pipe fills first
+        data = b""
+        while chunk := os.read(read, 1 << 20):
+            data += chunk
+    finally:
+        os.close(read)
+        proc.wait(timeout=60)
+    assert proc.returncode == 0
+    answer = json.loads(data)
+    assert answer["stdout"]["text"].endswith("299999\n300000\n")
