@@ -20,7 +20,7 @@ from .clock import as_utc
 from .context import Part, StoreContext
 from .db.models import Artifact
 from .errors import Conflict, InvalidArgument, OffsetConflict, QuotaExceeded
-from .ids import new_artifact_id
+from .ids import check_artifact_id, new_artifact_id
 from .inputs import check_source, check_text
 from .publishing import Publisher
 from .records import ArtifactInfo, Principal
@@ -95,7 +95,9 @@ class Ingest(Part):
     def _insert(
         self, principal: Principal, new: NewArtifact, *, lease_token: str | None
     ) -> Artifact:
-        kind, name, media_type, session_id, source, max_bytes, owner, retention, made = new
+        kind, name, media_type, session_id, source, max_bytes, owner, retention, made, wanted = new
+        if wanted is not None:
+            check_artifact_id(wanted)
         if owner is not None and owner != principal.name and not principal.is_admin:
             raise InvalidArgument("only admins can create artifacts for another owner")
         if max_bytes is not None and max_bytes <= 0:
@@ -115,12 +117,15 @@ class Ingest(Part):
         now = self.clock.now()
         owner_name = owner or principal.name
         with self._write() as s:
+            # A promised id already taken (by anyone) is a conflict that says no more.
+            if wanted is not None and s.get(Artifact, wanted) is not None:
+                raise Conflict(f"artifact id {wanted} is taken")
             policy = effective_policy(s, owner_name, self.settings.default_retention_s)
             evicted = self._quotas.admit(s, owner_name, policy)
             caps = [self.settings.max_artifact_bytes, max_bytes, policy.max_artifact_bytes]
             resolved = resolve_retention(policy, now, retention)
             row = Artifact(
-                id=new_artifact_id(int(now.timestamp() * 1000)),
+                id=wanted or new_artifact_id(int(now.timestamp() * 1000)),
                 owner=owner_name,
                 session_id=session_id,
                 kind=kind,

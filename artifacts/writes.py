@@ -27,6 +27,10 @@ class NewArtifact(NamedTuple):
     # When the output was made, if before now (a file taken in by ``overspill
     # adopt``); the retention still runs from now.
     created_at: datetime | None = None
+    # An id promised before the store could be reached (a command confined by a
+    # harness's sandbox names its output in the model's view, and the harness's
+    # hook stores it under that id); None: a new one.
+    id: str | None = None
 
 
 class Ending(NamedTuple):

@@ -7,6 +7,7 @@ a signal, a timeout or storage trouble are all results.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import threading
@@ -20,7 +21,7 @@ from .capture import Echo, OutputCollector
 from .config import ShellSettings
 from .environment import child_environment, known_secrets
 from .failures import failure_matcher
-from .process import ProcessTree, Pump, signal_name, spawn
+from .process import INHERIT, ProcessTree, Pump, signal_name, spawn
 from .redact import RuleSet, StreamRedactor, redact_once
 from .redact.policy import Redaction
 from .render import (
@@ -167,7 +168,8 @@ class _Job:
         self.settings = executor.settings
         self.run_id = "run_" + os.urandom(16).hex()  # (uuid would import platform: ~2 ms)
         rules = executor.rules_for(spec.env)
-        command = spec.command if rules is None else redact_once(spec.command, rules)[0]
+        command = spec.harness.label if spec.harness and spec.harness.label else spec.command
+        command = command if rules is None else redact_once(command, rules)[0]
         source = {
             "tool": "bash",
             "command": command,
@@ -182,9 +184,23 @@ class _Job:
         self.stderr = executor._collector(
             "stderr", spec.stderr_window, source, rules, echo.get("stderr")
         )
-        env = child_environment(executor._parent_env, spec.env, self.settings.reserved_env_prefix)
+        harness = spec.harness
+        if harness is None:
+            env = child_environment(
+                executor._parent_env, spec.env, self.settings.reserved_env_prefix
+            )
+        else:  # the harness chose the environment its commands get; it stays as given
+            env = {**executor._parent_env, **spec.env}
         self.started = time.monotonic()
-        self.tree: ProcessTree = spawn(spec.command, spec.cwd, env, spec.stdin, spec.grace_s)
+        self.tree: ProcessTree = spawn(
+            spec.command,
+            spec.cwd,
+            env,
+            INHERIT if harness is not None and spec.stdin is None else spec.stdin,
+            spec.grace_s,
+            shell=harness.shell if harness is not None else "bash",
+            merge_streams=harness is not None and harness.merge_streams,
+        )
         self.pump = Pump(self.tree, self.stdout.feed, self.stderr.feed)
         self.cause: str | None = None
         self._cause_lock = threading.Lock()
@@ -215,8 +231,8 @@ class _Job:
         return self.cause == "abort"
 
     def wait_foreground(self, abort: threading.Event) -> ExecResult:
-        assert self.spec.timeout_ms is not None
-        deadline = self.started + self.spec.timeout_ms / 1000
+        timeout_ms = self.spec.timeout_ms  # None: the harness that called us keeps the deadline
+        deadline = math.inf if timeout_ms is None else self.started + timeout_ms / 1000
         while True:
             if abort.is_set():
                 self.end_cause("abort")

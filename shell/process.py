@@ -1,4 +1,4 @@
-"""Spawning ``bash -c`` in its own session, pumping its pipes, ending its tree.
+"""Spawning ``bash -c`` (or a harness's shell) in its own session, pumping its pipes, ending its tree.
 
 Termination is tree-wide (the whole process group), SIGTERM then SIGKILL after the
 grace period, idempotent, and a group already gone is never signalled again (its
@@ -169,32 +169,52 @@ class ProcessTree:
         self.signal(signal.SIGKILL)
 
 
+INHERIT = object()
+"""``spawn``'s ``stdin`` for the caller's own stdin (a harness's shell keeps it)."""
+
+
 def spawn(
-    command: str, cwd: str, env: Mapping[str, str], stdin: bytes | None, grace_s: float = 3.0
+    command: str,
+    cwd: str,
+    env: Mapping[str, str],
+    stdin: bytes | object | None,
+    grace_s: float = 3.0,
+    *,
+    shell: str = "bash",
+    merge_streams: bool = False,
 ) -> ProcessTree:
+    """``SHELL -c COMMAND`` in a session of its own. ``stdin``: bytes to feed,
+    None for /dev/null, ``INHERIT`` for ours; ``merge_streams``: stderr into
+    stdout's pipe (one stream, in the order the command wrote it)."""
     if not os.path.isdir(cwd):
         raise SpawnError(f"workdir does not exist or is not a directory: {cwd}")
     mark = os.urandom(12).hex()
+    feed = stdin if isinstance(stdin, bytes) else None
     try:
         popen = subprocess.Popen(
-            ["bash", "-c", command],
+            [shell, "-c", command],
             cwd=cwd,
             env={**env, TREE_MARK: mark},
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdin=None
+            if stdin is INHERIT
+            else subprocess.PIPE
+            if feed is not None
+            else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.STDOUT if merge_streams else subprocess.PIPE,
             start_new_session=True,
             close_fds=True,
         )
     except FileNotFoundError as exc:
-        raise SpawnError(f"cannot run bash: {exc.strerror}") from None
+        raise SpawnError(f"cannot run {shell}: {exc.strerror}") from None
     except PermissionError as exc:
         raise SpawnError(f"cannot start command in {cwd}: {exc.strerror}") from None
     for pipe in (popen.stdout, popen.stderr):
-        _widen_pipe(pipe)
-    if stdin is not None:
+        if pipe is not None:
+            _widen_pipe(pipe)
+    if feed is not None:
         assert popen.stdin is not None
-        threading.Thread(target=_feed_stdin, args=(popen.stdin, stdin), daemon=True).start()
+        threading.Thread(target=_feed_stdin, args=(popen.stdin, feed), daemon=True).start()
     return ProcessTree(popen, grace_s, mark)
 
 
@@ -232,11 +252,13 @@ class Pump:
         on_stderr: Callable[[bytes], None],
     ) -> None:
         popen = tree.popen
-        assert popen.stdout is not None and popen.stderr is not None
+        assert popen.stdout is not None
         self._sel = selectors.DefaultSelector()
         self._sel.register(popen.stdout.fileno(), selectors.EVENT_READ, on_stdout)
-        self._sel.register(popen.stderr.fileno(), selectors.EVENT_READ, on_stderr)
-        self._files = [popen.stdout, popen.stderr]
+        self._files = [popen.stdout]
+        if popen.stderr is not None:  # (None: merged into stdout's pipe)
+            self._sel.register(popen.stderr.fileno(), selectors.EVENT_READ, on_stderr)
+            self._files.append(popen.stderr)
         self._drain_deadline: float | None = None
         # One reused read buffer: sinks copy what they keep, so nothing is allocated
         # per read and memory stays flat however much the command prints.

@@ -38,10 +38,8 @@ def truncation_line(out: CollectedOutput, view: StreamView | None, mode: RenderM
     if view.binary:
         parts.append(f"binary output of {total} bytes, none of it shown")
     elif view.head_end:
-        parts.append(
-            f"shown first {view.head_end} and last {view.end - view.start} bytes of {total}"
-        )
-        not_shown.append(f"bytes {view.head_end}-{view.start}")
+        parts.append(f"shown {_head_and_tail(view)} of {view.total_lines} lines, {total} bytes")
+        not_shown.append(_between(view))
     else:
         span = _lines(view.first_line, view.last_line)
         shown = f"shown {span} of {view.total_lines} (bytes {view.start}-{view.end} of {total})"
@@ -100,6 +98,32 @@ def _read_more(artifact_id: str, stored: int, view: StreamView) -> str:
         return call("artifact_read", id=artifact_id, offset=0)
     which = "the bytes just before these" if end == view.start else "the last bytes stored"
     return f"{call('artifact_read', id=artifact_id, offset=begin, limit=end - begin)} ({which})"
+
+
+def _head_and_tail(view: StreamView) -> str:
+    """The lines and bytes a head and a tail show."""
+    head = _lines(1, view.head_lines) if view.head_lines else ""
+    if view.head_cut_line:
+        cut = f"the start of line {view.head_lines + 1}"
+        head = f"{head} and {cut}" if head else cut
+    tail = _lines(view.first_line, view.last_line)
+    if view.mid_line:
+        tail = f"{tail} from byte {view.start}"
+    return f"{head} (bytes 0-{view.head_end}) and {tail} (bytes {view.start}-{view.end})"
+
+
+def _between(view: StreamView) -> str:
+    """What lies between a head and a tail."""
+    first = view.head_lines + 1
+    said = []
+    if view.head_cut_line:
+        said.append(f"the rest of line {first}")
+        first += 1
+    last = view.first_line - (0 if view.mid_line else 1)
+    if first <= last:
+        said.append(_lines(first, last))
+    said.append(f"bytes {view.head_end}-{view.start}")
+    return ", ".join(said)
 
 
 def _lines(first: int, last: int) -> str:

@@ -16,6 +16,16 @@ class InvalidRequest(ValueError):
     """A request field is malformed; the message names the field."""
 
 
+class HarnessShell(NamedTuple):
+    """How a harness runs its command strings (see ``ExecRequest.harness``)."""
+
+    shell: str = "bash"  # the program run as ``SHELL -c COMMAND``
+    merge_streams: bool = False  # stderr into stdout's pipe, in the order written
+    # The command as the model wrote it, where the harness wrapped it in set-up of
+    # its own: what the artifact's source says was run.
+    label: str | None = None
+
+
 class ExecRequest(NamedTuple):
     command: str
     workdir: str | None = None
@@ -24,12 +34,17 @@ class ExecRequest(NamedTuple):
     env: Mapping[str, str] = MappingProxyType({})
     max_output_bytes: int | None = None
     call_id: str | None = None
+    # A harness's own shell routed through overspill (``overspill
+    # --shell-prefix``): the command keeps what the harness chose -- its
+    # environment as given, its stdin, its shell, its deadline (none of ours) --
+    # and, when the harness hands one file for both, one stream for both.
+    harness: HarnessShell | None = None
 
 
 class ExecSpec(NamedTuple):
     command: str
     cwd: str
-    timeout_ms: float | None  # None for background jobs: they have no deadline
+    timeout_ms: float | None  # None: no deadline of ours (background jobs, a harness's shell)
     stdin: bytes | None
     env: Mapping[str, str]
     stdout_window: int
@@ -37,13 +52,14 @@ class ExecSpec(NamedTuple):
     grace_s: float
     call_id: str | None
     background: bool
+    harness: HarnessShell | None = None
 
 
 def resolve(request: ExecRequest, settings: ShellSettings, *, background: bool) -> ExecSpec:
     if not isinstance(request.command, str) or not request.command.strip():
         raise InvalidRequest("command: must be a non-empty string")
     timeout: float | None = None
-    if not background:
+    if not background and request.harness is None:  # a harness keeps its own deadline
         timeout = settings.timeout_ms
         if request.timeout_ms is not None:
             value = request.timeout_ms
@@ -75,4 +91,5 @@ def resolve(request: ExecRequest, settings: ShellSettings, *, background: bool) 
         grace_s=settings.grace_ms / 1000,
         call_id=request.call_id,
         background=background,
+        harness=request.harness,
     )

@@ -47,6 +47,9 @@ class StreamView(NamedTuple):
     clipped: tuple[tuple[int, int, int], ...] = ()
     # Numbers of the failure-like lines of the part not shown quoted before the tail.
     quoted: tuple[int, ...] = ()
+    # The whole lines of a head (head_tail mode), and whether it ends inside the next.
+    head_lines: int = 0
+    head_cut_line: bool = False
 
     @property
     def shown_bytes(self) -> int:
@@ -213,10 +216,7 @@ def stream_view(
             head = head[: cut + 1]
         head_end = len(head)
         head_text, r1, c1 = render_lines(head, 0, 1, line_cap=line_cap, artifact_id=artifact_id)
-        gap = f"[... bytes {head_end}-{start} not shown ({start - head_end} bytes)"
-        if artifact_id is not None:
-            gap += f"; read them: {call('artifact_read', id=artifact_id, offset=head_end)}"
-        gap += " ...]\n"
+        gap = gap_line(head_end, start, artifact_id) + "\n"
         sep = "" if head_text.endswith("\n") or not head_text else "\n"
         body = head_text + sep + gap + body
         removed, clipped = removed or r1, c1 + clipped
@@ -232,7 +232,17 @@ def stream_view(
         False,
         removed,
         clipped,
+        head_lines=head[:head_end].count(b"\n"),
     )
+
+
+def gap_line(head_end: int, start: int, artifact_id: str | None) -> str:
+    """The line between a head and a tail: which bytes are not shown, and the
+    call that reads them where an artifact holds them."""
+    gap = f"[... bytes {head_end}-{start} not shown ({start - head_end} bytes)"
+    if artifact_id is not None:
+        gap += f"; read them: {call('artifact_read', id=artifact_id, offset=head_end)}"
+    return gap + " ...]"
 
 
 def _binary(total: int, total_lines: int, artifact_id: str) -> StreamView:

@@ -320,7 +320,7 @@ GOLDEN: dict[str, str] = {
         "2999\n"
         "3000\n"
         "\n"
-        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown first 60 and last 55 bytes of 13893; not shown: bytes 60-13838; read more: artifact_read {"id": "art_ID1", "offset": 60}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
+        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 1-23 (bytes 0-60) and lines 2990-3000 (bytes 13838-13893) of 3000 lines, 13893 bytes; not shown: lines 24-2989, bytes 60-13838; read more: artifact_read {"id": "art_ID1", "offset": 60}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
     ),
     "legacy": (
         "2977\n"

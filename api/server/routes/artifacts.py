@@ -55,6 +55,12 @@ class CreateArtifact(BaseModel):
         description="When the output was made, if earlier (an adopted file's time); "
         "the retention still runs from now",
     )
+    id: str | None = Field(
+        None,
+        max_length=30,
+        description="An id promised before the store could be reached (a command in a "
+        "harness's sandbox); 409 if taken",
+    )
 
     def new(self) -> NewArtifact:
         """The store's record of this request (``retention`` checked here: the one
