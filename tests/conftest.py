@@ -221,3 +221,15 @@ def backend(request: pytest.FixtureRequest, store: ArtifactStore) -> Iterator[An
         api = make_api(store)
         with live_server(api.app) as url, OverspillClient(url, api.alice) as client:
             yield client
+
+
+@pytest.fixture(scope="session")
+def harness_bin() -> Path:
+    """The pinned harness CLIs and npm packages (``tests.harnesses.clients``),
+    installed once; a skip, or a failure where they are required, without them."""
+    from tests.harnesses.clients import REQUIRE, HarnessesUnavailable, installed
+
+    try:
+        return installed()
+    except HarnessesUnavailable as exc:
+        unavailable(str(exc), REQUIRE)

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from overspill.api.agent.hooks import Rules, claude_code_pre_bash, gemini_before_shell
 from overspill.api.agent.jsonc import JsoncDocument
 from tests.helpers import cli_env, run_cli
 
@@ -219,120 +218,135 @@ def _uninstall_gives_back(tmp_path: Path, client: str, path: Path, mine: str) ->
     assert path.read_text() == mine
 
 
-def test_shell_adds_the_bash_hook_once_beside_the_persons_own_hooks(tmp_path: Path) -> None:
+def test_shell_sets_claude_codes_shell_prefix_and_its_hand_off_hooks_once(tmp_path: Path) -> None:
     env = _env(tmp_path)
-    mine = '{\n  "hooks": {\n    "PreToolUse": [\n      {"matcher": "Edit", "hooks": []}\n    ]\n  }\n}\n'
+    mine = '{\n  "hooks": {\n    "PostToolUse": [\n      {"matcher": "Edit", "hooks": []}\n    ]\n  }\n}\n'
     settings = _shell_installed_twice(tmp_path, "claude-code", ".claude/settings.json", mine)
     written = json.loads(settings.read_text())
-    groups = written["hooks"]["PreToolUse"]
-    assert [g["matcher"] for g in groups] == ["Edit", "Bash"]
-    # The wrapped commands write where the MCP server reads.
+    # Claude Code runs each Bash command through this overspill: nothing rewrites
+    # the command its permission rules judge.
+    prefix = written["env"].pop("CLAUDE_CODE_SHELL_PREFIX")
+    assert Path(prefix).name == "overspill-shell" and os.access(prefix, os.X_OK)
     assert written["env"] == {
         "OVERSPILL_OWNER": "agent:claude-code",
         "OVERSPILL_HOME": str(tmp_path / "store"),
     }
-    assert groups[1]["hooks"][0]["command"].endswith(" hook claude-code")
+    assert "PreToolUse" not in written["hooks"]
+    for event in ("PostToolUse", "PostToolUseFailure"):
+        groups = written["hooks"][event]
+        assert [g["matcher"] for g in groups] == (
+            ["Edit", "Bash"] if event == "PostToolUse" else ["Bash"]
+        )
+        command = groups[-1]["hooks"][0]["command"]
+        assert "overspill-handoff/art_" in command and command.endswith(
+            "hook claude-code; break; done"
+        )
     _uninstall_gives_back(tmp_path, "claude-code", settings, mine)
     code, _, err = _overspill(env, "install", "cursor", "--shell")
-    assert code != 0 and "--shell is for claude-code, codex, gemini" in err
+    assert code != 0 and "--shell is for claude-code, gemini" in err
 
 
-def test_gemini_shell_adds_its_before_tool_hook_once_and_uninstall_gives_the_file_back(
+def test_shell_replaces_an_earlier_releases_rewriting_hook_and_keeps_a_persons_own_prefix(
+    tmp_path: Path,
+) -> None:
+    env = _env(tmp_path)
+    settings = tmp_path / ".claude/settings.json"
+    settings.parent.mkdir()
+    old = {
+        "hooks": {
+            "PreToolUse": [
+                {
+                    "matcher": "Bash",
+                    "hooks": [{"type": "command", "command": "/old/overspill hook claude-code"}],
+                }
+            ]
+        },
+        "env": {"OVERSPILL_HOME": "/old"},
+    }
+    settings.write_text(json.dumps(old))
+    assert _overspill(env, "install", "claude-code", "--shell")[0] == 0
+    written = json.loads(settings.read_text())
+    assert "PreToolUse" not in written["hooks"] and written["env"]["OVERSPILL_HOME"] != "/old"
+    # A shell prefix of the person's own is theirs: install stops, the file stays.
+    theirs = json.dumps({"env": {"CLAUDE_CODE_SHELL_PREFIX": "/usr/local/bin/audit-log"}})
+    settings.write_text(theirs)
+    code, _, err = _overspill(env, "install", "claude-code", "--shell")
+    assert code != 0 and "CLAUDE_CODE_SHELL_PREFIX" in err and "left as it was" in err
+    assert settings.read_text() == theirs
+
+
+def test_gemini_shell_adds_its_after_tool_hook_once_and_uninstall_gives_the_file_back(
     tmp_path: Path,
 ) -> None:
     mine = (
-        '{\n  // my own\n  "hooks": {\n    "BeforeTool": [\n'
+        '{\n  // my own\n  "hooks": {\n    "AfterTool": [\n'
         '      {"matcher": "write_file", "hooks": []},\n    ]\n  }\n}\n'
     )
     settings = _shell_installed_twice(tmp_path, "gemini", ".gemini/settings.json", mine)
     doc = JsoncDocument(settings.read_text())
-    groups = doc.get(["hooks", "BeforeTool"])
+    groups = doc.get(["hooks", "AfterTool"])
     assert [g["matcher"] for g in groups] == ["write_file", "run_shell_command"]
+    assert doc.get(["hooks", "BeforeTool"]) is None  # nothing rewrites the command
     hook = groups[1]["hooks"][0]
     # Gemini CLI has no settings env: the store rides on the hook's command.
     assert hook["command"].startswith(f"env OVERSPILL_HOME={tmp_path / 'store'} ")
-    assert hook["command"].endswith(" hook gemini") and hook["timeout"] == 30_000
+    assert hook["command"].endswith(" hook gemini")
     assert doc.get(["mcpServers", "overspill"]) is not None
     _uninstall_gives_back(tmp_path, "gemini", settings, mine)
 
 
-def test_the_gemini_hook_wraps_a_foreground_shell_call_with_the_store_it_was_given() -> None:
-    event = {
-        "session_id": "g-1",
-        "hook_event_name": "BeforeTool",
-        "tool_name": "run_shell_command",
-        "tool_input": {"command": "make test && echo ok", "description": "t", "dir_path": "src"},
-    }
-    store = {"OVERSPILL_HOME": "/s", "OVERSPILL_OWNER": "agent:gemini"}
-    answer = gemini_before_shell(event, ["/opt/overspill"], store, 36_000)
-    assert answer == {
-        "hookSpecificOutput": {
-            "hookEventName": "BeforeTool",
-            "tool_input": {
-                "command": "env OVERSPILL_HOME=/s OVERSPILL_OWNER=agent:gemini /opt/overspill run "
-                "--answer-budget 36000 --session-id g-1 --timeout-ms 600000 -- "
-                "'make test && echo ok'"
+def test_an_earlier_releases_gemini_before_tool_hook_is_taken_out(tmp_path: Path) -> None:
+    settings = tmp_path / ".gemini/settings.json"
+    settings.parent.mkdir()
+    ours = {"name": "overspill", "type": "command", "command": "env A=1 /x/overspill hook gemini"}
+    settings.write_text(
+        json.dumps({"hooks": {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [ours]}]}})
+    )
+    assert _overspill(_env(tmp_path), "install", "gemini", "--shell")[0] == 0
+    hooks = JsoncDocument(settings.read_text()).get(["hooks"])
+    assert list(hooks) == ["AfterTool"]
+
+
+def _gemini_event(output: str, command: str = "make test") -> bytes:
+    return json.dumps(
+        {
+            "session_id": "g-1",
+            "cwd": "/work",
+            "hook_event_name": "AfterTool",
+            "tool_name": "run_shell_command",
+            "tool_input": {"command": command, "description": "t"},
+            "tool_response": {
+                "llmContent": f"<untrusted_context>\nOutput: {output}\n</untrusted_context>",
+                "returnDisplay": output,
             },
         }
-    }
-    again = {**event, "tool_input": answer["hookSpecificOutput"]["tool_input"]}
-    assert gemini_before_shell(again, ["/opt/overspill"], store, 36_000) is None
-    assert gemini_before_shell({**event, "tool_name": "read_file"}, ["/x"], {}, 1) is None
-    bg = {**event, "tool_input": {"command": "npm run dev", "is_background": True}}
-    assert gemini_before_shell(bg, ["/x"], {}, 1) is None
+    ).encode()
 
 
-def test_the_hook_wraps_a_foreground_bash_call_in_one_overspill_run_command() -> None:
-    event = {
-        "session_id": "conv-7",
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": "make test && echo ok", "description": "t", "timeout": 60_000},
-    }
-    answer = claude_code_pre_bash(event, ["/opt/overspill/bin/overspill"], Rules(allow=("Bash",)))
-    assert answer is not None
-    assert answer["hookSpecificOutput"]["permissionDecision"] == "allow"
-    updated = answer["hookSpecificOutput"]["updatedInput"]
-    assert updated["description"] == "t" and updated["timeout"] == 60_000
-    assert updated["command"] == (
-        "/opt/overspill/bin/overspill run --answer-budget 27000 --session-id conv-7 "
-        "--timeout-ms 58000 -- 'make test && echo ok'"
-    )
-    # Once wrapped, never twice; other tools and background runs are left alone.
-    again = {**event, "tool_input": updated}
-    assert claude_code_pre_bash(again, ["/opt/overspill/bin/overspill"]) is None
-    assert claude_code_pre_bash({**event, "tool_name": "Read"}, ["/x"]) is None
-    bg = {**event, "tool_input": {"command": "npm run dev", "run_in_background": True}}
-    assert claude_code_pre_bash(bg, ["/x"]) is None
-
-
-def test_the_hook_approves_a_wrapped_command_only_where_the_persons_rules_allow_it() -> None:
-    def decide(command: str, rules: Rules, mode: str = "default") -> str | None:
-        event = {"tool_name": "Bash", "tool_input": {"command": command}, "permission_mode": mode}
-        answer = claude_code_pre_bash(event, ["/x/overspill"], rules)
-        return None if answer is None else answer["hookSpecificOutput"]["permissionDecision"]
-
-    npm = Rules(allow=("Bash(npm test:*)", "Bash(git status)"), deny=("Bash(rm:*)",))
-    assert decide("npm test -- --watch", npm) == "allow"
-    assert decide("git status && npm test", npm) == "allow"
-    assert decide("git status && make deploy", npm) == "ask"  # one part no rule allows
-    assert decide("rm -rf build", npm) is None  # denied: left to Claude Code, unwrapped
-    assert decide("npm test; rm -rf /", npm) is None
-    assert decide("curl x | sh", Rules(ask=("Bash(curl *)",))) is None
-    assert decide("make", Rules()) == "ask"
-    assert decide("make", Rules(), "bypassPermissions") == "allow"
-    assert decide("make", Rules(allow=("Bash",), deny=("Bash(make)",))) is None
-
-
-def test_the_hook_verb_answers_json_and_never_blocks_on_bad_input(tmp_path: Path) -> None:
+def test_the_gemini_hook_stores_an_output_longer_than_its_cut_and_names_it(tmp_path: Path) -> None:
     env = _env(tmp_path)
-    event = {"tool_name": "Bash", "tool_input": {"command": "echo hi"}}
-    done = run_cli(env, "hook", "claude-code", stdin=json.dumps(event).encode())
-    assert done.returncode == 0
-    answer = json.loads(done.stdout)
-    assert " run --answer-budget 27000 " in answer["hookSpecificOutput"]["updatedInput"]["command"]
-    bad = run_cli(env, "hook", "claude-code", stdin=b"not json")
-    assert bad.returncode == 0 and bad.stdout == b""
+    long = "".join(f"{i} é\n" for i in range(20_000))
+    done = run_cli(env, "hook", "gemini", stdin=_gemini_event(long))
+    assert done.returncode == 0, done.stderr
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    (art,) = re.findall(r"artifact (art_\w+);", context)
+    assert f"({len(long.encode())} bytes, 20000 lines) is stored whole" in context
+    assert "<" not in context  # Gemini CLI would escape it
+    assert f'artifact_read {{"id": "{art}", "offset": 0}}' in context
+    assert run_cli(env, "cat", art).stdout == long.encode()
+    info = json.loads(run_cli(env, "info", art, "--json").stdout)
+    assert info["source"]["command"] == "make test" and info["session_id"] == "g-1"
+    # What fits Gemini CLI's cut is shown whole by it: nothing stored, nothing said.
+    short = run_cli(env, "hook", "gemini", stdin=_gemini_event("ok\n" * 100))
+    assert short.returncode == 0 and short.stdout == b""
+
+
+def test_the_hook_verb_never_blocks_on_bad_input(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    for client in ("claude-code", "gemini"):
+        bad = run_cli(env, "hook", client, stdin=b"not json")
+        assert bad.returncode == 0 and bad.stdout == b"", bad.stderr
+        assert b"overspill: hook" in bad.stderr
 
 
 def test_jsonc_edits_keep_comments_trailing_commas_and_tabs() -> None:
@@ -347,13 +361,24 @@ def test_jsonc_edits_keep_comments_trailing_commas_and_tabs() -> None:
     assert doc.text() == text
 
 
-def test_codex_shell_turns_its_own_shell_off_and_uninstall_gives_the_file_back(
+def test_codex_shell_is_refused_with_why_and_changes_nothing(tmp_path: Path) -> None:
+    mine = '# mine\nmodel = "gpt-5.5"\n\n[features]\nplugins = false  # no sync\n'
+    config = tmp_path / ".codex/config.toml"
+    config.parent.mkdir()
+    config.write_text(mine)
+    code, _, err = _overspill(_env(tmp_path), "install", "codex", "--shell")
+    assert code != 0 and "keeps its sandbox and approval rules" in err
+    assert config.read_text() == mine
+
+
+def test_installing_codex_gives_back_the_shell_an_earlier_release_turned_off(
     tmp_path: Path,
 ) -> None:
     mine = '# mine\nmodel = "gpt-5.5"\n\n[features]\nplugins = false  # no sync\n'
-    config = _shell_installed_twice(tmp_path, "codex", ".codex/config.toml", mine)
+    config = tmp_path / ".codex/config.toml"
+    config.parent.mkdir()
+    config.write_text(mine.replace("# no sync\n", "# no sync\nshell_tool = false\n"))
+    assert _overspill(_env(tmp_path), "install", "codex")[0] == 0
     written = tomllib.loads(config.read_text())
-    assert written["features"] == {"plugins": False, "shell_tool": False}
-    assert "overspill" in written["mcp_servers"]
-    assert "# no sync" in config.read_text()
+    assert written["features"] == {"plugins": False} and "overspill" in written["mcp_servers"]
     _uninstall_gives_back(tmp_path, "codex", config, mine)

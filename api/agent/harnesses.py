@@ -95,6 +95,25 @@ class Budget(NamedTuple):
         )
 
 
+class ShellView(NamedTuple):
+    """How a harness's own shell shows a command routed through overspill
+    (``overspill --shell-prefix``): the first ``head`` bytes as they come, then at
+    most the last ``tail`` -- with the gap line and the truncation line, inside the
+    harness's cut -- and where the harness puts its session's id."""
+
+    head: int
+    tail: int
+    session_env: str
+
+
+SHELL_VIEWS = {
+    # Claude Code shows a Bash result of up to 30,000 characters whole; past that,
+    # a 2 KB preview of its own and a temp file. Head and tail (25,000 bytes) and
+    # the two lines (under 2,000) stay below it with its "Exit code N" line.
+    "claude-code": ShellView(head=10_000, tail=15_000, session_env="CLAUDE_CODE_SESSION_ID"),
+}
+
+
 def harness_of(client_name: str | None) -> Harness | None:
     for harness in HARNESSES:
         if client_name in harness.client_names:

@@ -1,192 +1,143 @@
-"""A harness's own shell, through ``overspill run``: Claude Code's ``PreToolUse``
-hook on ``Bash`` (``overspill hook claude-code``) and Gemini CLI's ``BeforeTool``
-hook on ``run_shell_command`` (``overspill hook gemini``).
+"""What overspill answers to a harness's hooks: Claude Code's ``PostToolUse`` and
+``PostToolUseFailure`` on ``Bash`` (``overspill hook claude-code``), Gemini CLI's
+``AfterTool`` on ``run_shell_command`` (``overspill hook gemini``).
 
-The hook receives the call Claude Code is about to make and answers with
-``updatedInput``: the same call, its command wrapped in ``overspill run``. The
-harness's own permission rules, working directory and exit status stay as they
-were; the output the model sees is overspill's tail with the artifact's id, kept
-under the harness's own cut: Claude Code replaces a Bash result over 30,000
-characters with a short preview of its own, which would drop overspill's marker
-and id. A foreground command gets overspill's own deadline just before the
-harness's, so overspill ends it and reports the tail instead of being killed
-with it. A background command (``run_in_background``) is left as the harness
-runs it: its output is read while it runs, and ``overspill run`` would hold
-it until the end.
+Neither rewrites a command. A rewritten command is the one the harness's
+permission rules judge (measured through both: a rule for the command no
+longer matched, a rule for the wrapper let anything through), so no hook that
+rewrites could keep them as the person set them. Claude Code's own Bash runs
+through overspill by its shell prefix (``api.cli.harness_shell``); its hook only
+stores what a command confined by its sandbox handed out
+(``api.client.handoff``). Gemini CLI has no such prefix: its hook stores the
+output it is handed after the command ran, and tells the model its id.
 """
 
 from __future__ import annotations
 
-import re
-import shlex
-from pathlib import Path
-from typing import Any, NamedTuple
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
-CLAUDE_CODE_BASH_CUT = 30_000
-"""Characters of Bash output past which Claude Code shows its own preview."""
-CLAUDE_CODE_BUDGET = CLAUDE_CODE_BASH_CUT * 9 // 10
-CLAUDE_CODE_DEFAULT_TIMEOUT_MS = 120_000
+from overspill.shell.wording import call
+
+if TYPE_CHECKING:
+    from ..client.calls import ApiCalls
+    from .json_stream import JsonStream
 
 
-def claude_code_pre_bash(
-    event: dict[str, Any], overspill: list[str], rules: Rules | None = None
+def claude_code_after_bash(
+    event: dict[str, Any], stored: list[tuple[str, str | None]]
 ) -> dict[str, Any] | None:
-    """The hook's answer to one ``PreToolUse`` event (None: leave the call as is).
-
-    Claude Code asks the person again about any command a hook rewrites, unless
-    the hook approves it; so the hook approves the wrapped command exactly where
-    the person's own rules (``rules``: their settings files' Bash rules) would
-    have let the original run without asking, never more. Where one of their
-    rules asks about or denies the original, the call is left as it is and
-    Claude Code decides on the original; where no rule speaks, the person is
-    asked about the wrapped command (it shows the original whole). The store the
-    wrapped command writes to comes from the session's environment (``overspill
-    install --shell`` sets ``OVERSPILL_HOME`` and ``OVERSPILL_OWNER`` in Claude
-    Code's settings ``env``)."""
-    if event.get("tool_name") != "Bash":
+    """The hook's answer after a Bash call (``PostToolUse`` or
+    ``PostToolUseFailure``), once the hand-offs of sandboxed commands were stored
+    (``stored``: id and error of each). Nothing to say when all were stored: the
+    answer the model reads names them already. One that could not be stored is
+    said, so the model does not take the id for a whole output."""
+    failed = [(art, why) for art, why in stored if why]
+    name = event.get("hook_event_name")
+    if not failed or name not in ("PostToolUse", "PostToolUseFailure"):
         return None
-    tool_input = event.get("tool_input")
-    if not isinstance(tool_input, dict):
-        return None
-    command = tool_input.get("command")
-    if not isinstance(command, str) or not command.strip() or _wrapped(command, overspill):
-        return None
-    if tool_input.get("run_in_background"):
-        return None
-    decision = (rules or Rules()).decision(command, str(event.get("permission_mode") or ""))
-    if decision is None:
-        return None
-    timeout = tool_input.get("timeout")
-    if not isinstance(timeout, int | float) or timeout <= 0:
-        timeout = CLAUDE_CODE_DEFAULT_TIMEOUT_MS
-    argv = [*overspill, "run", "--answer-budget", str(CLAUDE_CODE_BUDGET)]
-    session = event.get("session_id")
-    if isinstance(session, str) and session:
-        argv += ["--session-id", session]
-    # overspill's own deadline first, so it ends the command and reports its tail
-    # instead of being killed with it by the harness.
-    argv += ["--timeout-ms", str(max(1_000, int(timeout) - 2_000)), "--", command]
+    said = "; ".join(f"{art} could not be stored ({why})" for art, why in failed)
     return {
         "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": decision,
-            "permissionDecisionReason": "overspill stores the whole output (the command is "
-            "unchanged inside overspill run)",
-            "updatedInput": {**tool_input, "command": shlex.join(argv)},
+            "hookEventName": name,
+            "additionalContext": f"[overspill: {said}; only the part shown above was kept]",
         }
     }
 
 
-GEMINI_SHELL_TIMEOUT_MS = 600_000
-"""Gemini CLI's shell has no deadline of its own: a wrapped command gets
-overspill's longest (``OVERSPILL_MAX_TIMEOUT_MS``'s default)."""
+GEMINI_CUT = 40_000
+"""Characters of a shell output past which Gemini CLI shows only its first 8,000
+and last 32,000 and keeps the whole in a temp file of its own."""
 
 
-def gemini_before_shell(
-    event: dict[str, Any], overspill: list[str], env: dict[str, str], budget: int
+def gemini_after_shell(stream: JsonStream, calls: ApiCalls) -> dict[str, Any] | None:
+    """The hook's answer to one ``AfterTool`` event of ``run_shell_command``
+    (None: nothing to add).
+
+    Gemini CLI hands the hook the command's whole output (``returnDisplay``); one
+    longer than its cut is stored as an artifact, streamed from the event as it
+    is read, and the model is told its id and the calls that read and search it,
+    after the part Gemini CLI shows. The command itself was never touched: its
+    policy, approvals and sandbox judged and ran it as they would have."""
+    event: dict[str, Any] = {}
+    stored: dict[str, Any] | None = None
+    for key in stream.members():
+        if key != "tool_response":
+            if key in _GEMINI_KEYS:
+                event[key] = stream.value()
+            else:
+                stream.skip()
+            continue
+        if event.get("tool_name") != "run_shell_command":
+            return None
+        for field in stream.members():
+            if field == "returnDisplay" and stream.is_string():
+                stored = _store_long(stream.string_pieces(), event, calls)
+            else:
+                stream.skip()
+    if stored is None:
+        return None
+    art = stored["id"]
+    lines = stored.get("line_count", 0)
+    read = call("artifact_read", id=art, offset=0)
+    state = "stored whole" if stored.get("state") == "complete" else f"{stored.get('state')}"
+    # No "<regex>" placeholder: Gemini CLI escapes angle brackets in a hook's note.
+    text = (
+        f"[overspill: this output as Gemini CLI handed it over ({stored.get('total_bytes')} "
+        f"bytes, {lines} lines) is {state} as artifact {art}; read it: {read} (continue at "
+        f"the offset each answer gives), or search it with artifact_grep and this id]"
+    )
+    return {"hookSpecificOutput": {"hookEventName": "AfterTool", "additionalContext": text}}
+
+
+_GEMINI_KEYS = ("session_id", "cwd", "tool_name", "tool_input")
+
+
+def _store_long(
+    pieces: Iterator[str], event: dict[str, Any], calls: ApiCalls
 ) -> dict[str, Any] | None:
-    """The hook's answer to one ``BeforeTool`` event (None: leave the call as is).
-
-    Gemini CLI merges ``hookSpecificOutput.tool_input`` into the call and tells
-    the model a hook changed ``command``; its approvals, directory and the rest
-    stay its own. ``env`` holds the store's variables of the hook's own command
-    (``overspill install gemini --shell`` writes them there, as Gemini CLI has no
-    settings ``env``): the wrapped command carries them to ``overspill run``. A
-    background command (``is_background``) is left to the harness."""
-    if event.get("tool_name") != "run_shell_command":
+    """The output (decoded pieces) as an artifact when it is longer than Gemini
+    CLI's cut; None (and the rest read and dropped) when it is not."""
+    head: list[str] = []
+    size = 0
+    for piece in pieces:
+        head.append(piece)
+        size += len(piece)
+        if size > GEMINI_CUT:
+            break
+    else:
         return None
-    tool_input = event.get("tool_input")
-    if not isinstance(tool_input, dict) or tool_input.get("is_background"):
-        return None
-    command = tool_input.get("command")
-    if not isinstance(command, str) or not command.strip() or _wrapped(command, overspill):
-        return None
-    store = [f"{name}={value}" for name, value in sorted(env.items())]
-    argv = [*(["env", *store] if store else []), *overspill, "run"]
-    argv += ["--answer-budget", str(budget)]
+    tool_input = event.get("tool_input") if isinstance(event.get("tool_input"), dict) else {}
+    command = tool_input.get("command") if isinstance(tool_input, dict) else None
+    source = {"tool": "bash", "stream": "stdout", "harness": "gemini"}
+    if isinstance(command, str):
+        source["command"] = command
+    if isinstance(event.get("cwd"), str):
+        source["cwd"] = event["cwd"]
     session = event.get("session_id")
-    if isinstance(session, str) and session:
-        argv += ["--session-id", session]
-    argv += ["--timeout-ms", str(GEMINI_SHELL_TIMEOUT_MS), "--", command]
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "BeforeTool",
-            "tool_input": {"command": shlex.join(argv)},
-        }
-    }
+    made = calls.create(
+        kind="output",
+        name="bash stdout",
+        session_id=session if isinstance(session, str) else None,
+        source=source,
+    )
+
+    def chunks() -> Iterator[bytes]:
+        yield "".join(head).encode("utf-8", "surrogatepass")
+        for piece in pieces:
+            yield piece.encode("utf-8", "surrogatepass")
+
+    calls.upload(made["id"], _gathered(chunks()), complete=True)
+    return calls.get(made["id"])
 
 
-def _wrapped(command: str, overspill: list[str]) -> bool:
-    """Already ``[env VAR=… ]overspill run …`` (a hook that runs twice wraps once)."""
-    try:
-        words = shlex.split(command)
-    except ValueError:  # unbalanced quotes: not a command we wrote
-        return False
-    while words and (words[0] == "env" or "=" in words[0]):
-        words = words[1:]
-    return words[: len(overspill) + 1] == [*overspill, "run"]
-
-
-# -- the person's own Bash rules -------------------------------------------------------------
-
-_OPERATORS = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")
-
-
-class Rules(NamedTuple):
-    """A person's ``Bash`` permission rules, read from Claude Code's settings
-    files (user, project, project-local), as Claude Code writes them:
-    ``Bash``, ``Bash(*)``, ``Bash(npm test:*)`` (a prefix), ``Bash(git *)`` (a
-    wildcard), ``Bash(make)`` (exact)."""
-
-    allow: tuple[str, ...] = ()
-    ask: tuple[str, ...] = ()
-    deny: tuple[str, ...] = ()
-
-    @classmethod
-    def read(cls, cwd: Path, home: Path) -> Rules:
-        from .jsonc import ConfigError, JsoncDocument
-
-        found: dict[str, list[str]] = {"allow": [], "ask": [], "deny": []}
-        for path in (
-            home / ".claude" / "settings.json",
-            cwd / ".claude" / "settings.json",
-            cwd / ".claude" / "settings.local.json",
-        ):
-            try:
-                doc = JsoncDocument(path.read_text(), str(path))
-            except (OSError, ConfigError):
-                continue
-            for kind, rules in found.items():
-                value = doc.get(["permissions", kind])
-                if isinstance(value, list):
-                    rules += [r for r in value if isinstance(r, str) and r.startswith("Bash")]
-        return cls(tuple(found["allow"]), tuple(found["ask"]), tuple(found["deny"]))
-
-    def decision(self, command: str, mode: str) -> str | None:
-        """ "allow", "ask", or None (leave the original to Claude Code's rules)."""
-        parts = [p for p in _OPERATORS.split(command.strip()) if p]
-        if any(_matches(r, p) for r in self.deny for p in [command, *parts]):
-            return None
-        if any(_matches(r, p) for r in self.ask for p in [command, *parts]):
-            return None
-        if mode == "bypassPermissions":
-            return "allow"
-        if parts and all(any(_matches(r, p) for r in self.allow) for p in parts):
-            return "allow"
-        return "ask"
-
-
-def _matches(rule: str, command: str) -> bool:
-    if rule in ("Bash", "Bash(*)"):
-        return True
-    m = re.fullmatch(r"Bash\((.*)\)", rule, re.S)
-    if m is None:
-        return False
-    pattern = m.group(1)
-    if pattern.endswith(":*"):
-        prefix = pattern[:-2]
-        return command == prefix or command.startswith(prefix + " ")
-    if "*" in pattern:
-        regex = ".*".join(re.escape(piece) for piece in pattern.split("*"))
-        return re.fullmatch(regex, command, re.S) is not None
-    return command == pattern
+def _gathered(chunks: Iterator[bytes], size: int = 1 << 20) -> Iterator[bytes]:
+    """Pieces of about ``size`` bytes (a request body is sent as they come)."""
+    buf = bytearray()
+    for chunk in chunks:
+        buf += chunk
+        if len(buf) >= size:
+            yield bytes(buf)
+            buf.clear()
+    if buf:
+        yield bytes(buf)

@@ -6,11 +6,12 @@ scope, or the project's with ``project=True``), edited in place
 PATH), the environment the server needs (owner, home -- or a server's URL and
 the file holding its token), and each harness's own settings (Codex:
 ``required``, start-up and call timeouts). ``shell=True`` also routes the
-harness's own shell through ``overspill run``: Claude Code's Bash (a
-``PreToolUse`` hook), Gemini CLI's ``run_shell_command`` (a ``BeforeTool`` hook);
-Codex runs a hook only once a person has reviewed and trusted it in its TUI, so
-there ``--shell`` turns Codex's own shell off (``[features] shell_tool =
-false``) and its model runs commands through overspill's ``bash`` tool.
+harness's own shell into the store without changing what it lets run:
+Claude Code's Bash through overspill by its shell prefix
+(``CLAUDE_CODE_SHELL_PREFIX``, with a hook that stores what its sandbox handed
+out), Gemini CLI's ``run_shell_command`` output stored by an ``AfterTool`` hook.
+Codex has no such way (``api.cli.install.NO_SHELL`` says why); an earlier
+release's ``[features] shell_tool = false`` is undone.
 
 Every edit is planned first (``plan``): a file that does not parse stops the
 whole install before anything is written; ``--dry-run`` prints the plan as a
@@ -36,7 +37,7 @@ from .jsonc import ConfigError, JsoncDocument
 CLIENTS = ("claude-code", "codex", "gemini", "opencode", "cursor", "goose")
 NAME = "overspill"
 HOOK_MARKS = ("hook claude-code", "hook gemini")
-SHELL_CLIENTS = ("claude-code", "codex", "gemini")  # whose own shell --shell routes
+SHELL_CLIENTS = ("claude-code", "gemini")  # whose own shell --shell routes
 CODEX_SHELL_SWITCH = ["features", "shell_tool"]
 BACKUP_SUFFIX = ".overspill-backup"
 
@@ -185,21 +186,48 @@ SESSION_ENV = ("OVERSPILL_HOME", "OVERSPILL_OWNER", "OVERSPILL_URL", "OVERSPILL_
 Bash commands write to, the MCP entry's own (and what uninstall takes out)."""
 
 
+CLAUDE_SHELL_PREFIX = "CLAUDE_CODE_SHELL_PREFIX"
+CLAUDE_POST_EVENTS = ("PostToolUse", "PostToolUseFailure")
+
+
+def claude_shell_prefix() -> str:
+    """What Claude Code prefixes each Bash command with: the ``overspill-shell``
+    program beside this ``overspill``. A program alone, by its absolute path:
+    Claude Code also starts its MCP servers through the prefix, taking the
+    whole of it for the program's name."""
+    script = Path(overspill_argv()[0]).with_name("overspill-shell")
+    if not (script.is_file() and os.access(script, os.X_OK)):
+        raise ConfigError(
+            f"--shell for claude-code needs the overspill-shell program ({script}); "
+            "reinstall the package with its scripts"
+        )
+    if " -" in str(script):
+        raise ConfigError(f"Claude Code cannot run {script} as its shell prefix (' -' in a path)")
+    return str(script)
+
+
 def hook_group() -> dict[str, Any]:
-    """Claude Code's ``PreToolUse`` group that hands every Bash command to overspill."""
-    command = shlex.join([*overspill_argv(), "hook", "claude-code"])
-    return {"matcher": "Bash", "hooks": [{"type": "command", "command": command, "timeout": 30}]}
+    """Claude Code's ``PostToolUse``/``PostToolUseFailure`` group for Bash: it
+    stores what a sandboxed command handed out (``api.client.handoff``) before
+    the model reads the answer that names it. Its shell test costs a millisecond
+    where there is nothing to store, which is every command outside a sandbox."""
+    program = shlex.quote(overspill_argv()[0])
+    command = (
+        'for f in "${CLAUDE_TMPDIR:-/nonexistent}"/overspill-handoff/art_*.json; do '
+        f'[ -e "$f" ] && exec {program} hook claude-code; break; done'
+    )
+    return {"matcher": "Bash", "hooks": [{"type": "command", "command": command, "timeout": 600}]}
 
 
 def gemini_hook_group(o: Options) -> dict[str, Any]:
-    """Gemini CLI's ``BeforeTool`` group for its shell. Gemini CLI has no settings
-    ``env``: the store's variables ride on the hook's own command, which puts
-    them on the command it wraps."""
+    """Gemini CLI's ``AfterTool`` group for its shell: the output it hands the
+    hook is stored when longer than its cut. Gemini CLI has no settings ``env``:
+    the store's variables ride on the hook's own command."""
     store = [f"{k}={v}" for k, v in sorted(server_env(o).items()) if k in SESSION_ENV]
     command = shlex.join([*(["env", *store] if store else []), *overspill_argv(), "hook", "gemini"])
     return {
         "matcher": "run_shell_command",
-        "hooks": [{"name": NAME, "type": "command", "command": command, "timeout": 30_000}],
+        "hooks": [{"name": NAME, "type": "command", "command": command, "timeout": 600_000}],
     }
 
 
@@ -207,29 +235,70 @@ def is_our_hook(group: Any) -> bool:
     """A group of ours, by its parsed content (any overspill path, any release)."""
     hooks = group.get("hooks") if isinstance(group, dict) else None
     return isinstance(hooks, list) and any(
-        isinstance(h, dict) and str(h.get("command", "")).endswith(HOOK_MARKS) for h in hooks
+        isinstance(h, dict)
+        and any(
+            str(h.get("command", "")).endswith(mark) or f" {mark};" in str(h.get("command", ""))
+            for mark in HOOK_MARKS
+        )
+        for h in hooks
     )
 
 
-def _codex_shell(doc: ConfigDocument, *, remove: bool) -> None:
-    """Codex's own shell off (install) or back to its default (uninstall: the
-    switch goes only where it is off, as install left it)."""
-    if not remove:
-        doc.set(CODEX_SHELL_SWITCH, False)
-    elif doc.get(CODEX_SHELL_SWITCH) is False:
+def _codex_shell_back(doc: ConfigDocument) -> None:
+    """Codex's own shell back where an earlier release turned it off
+    (``[features] shell_tool = false``, which took Codex's commands out of its
+    sandbox): install and uninstall both undo it."""
+    if doc.get(CODEX_SHELL_SWITCH) is False:
         doc.delete(CODEX_SHELL_SWITCH)
         if doc.get(CODEX_SHELL_SWITCH[:-1]) in ({}, None):
             doc.delete(CODEX_SHELL_SWITCH[:-1])
 
 
-def _gemini_hook(doc: ConfigDocument, o: Options, *, remove: bool) -> None:
-    """Ours in (or out of) ``hooks.BeforeTool`` of Gemini CLI's settings."""
-    assert isinstance(doc, JsoncDocument)
-    doc.remove_where(["hooks", "BeforeTool"], is_our_hook)
+def _claude_settings(o: Options, text: str | None, name: str, remove: bool) -> str:
+    """Claude Code's settings with overspill's shell prefix and hooks in (or out):
+    the prefix in ``env`` beside the store's variables, the hand-off hook on
+    ``PostToolUse`` and ``PostToolUseFailure``. An earlier release's
+    ``PreToolUse`` hook (which rewrote commands) goes. A shell prefix the person
+    set themselves is theirs: install stops rather than replace it."""
+    doc = JsoncDocument(text or "", name)
+    prefix = doc.get(["env", CLAUDE_SHELL_PREFIX])
+    ours = isinstance(prefix, str) and Path(prefix).name == "overspill-shell"
+    if prefix is not None and not ours and not remove:
+        raise ConfigError(
+            f"{name} sets {CLAUDE_SHELL_PREFIX} to {prefix!r} already; overspill would "
+            "replace it (remove it first, or install without --shell)"
+        )
+    for event in ("PreToolUse", *CLAUDE_POST_EVENTS):
+        doc.remove_where(["hooks", event], is_our_hook)
+    for var in SESSION_ENV:
+        doc.delete(["env", var])
+    if ours:
+        doc.delete(["env", CLAUDE_SHELL_PREFIX])
     if not remove:
-        doc.append(["hooks", "BeforeTool"], gemini_hook_group(o))
-        return
-    for keys in (["hooks", "BeforeTool"], ["hooks"]):
+        for event in CLAUDE_POST_EVENTS:
+            doc.append(["hooks", event], hook_group())
+        for var, value in server_env(o).items():
+            if var in SESSION_ENV:
+                doc.set(["env", var], value)
+        doc.set(["env", CLAUDE_SHELL_PREFIX], claude_shell_prefix())
+    for keys in (["hooks", "PreToolUse"], *(["hooks", e] for e in CLAUDE_POST_EVENTS)):
+        if doc.get(keys) == []:
+            doc.delete(keys)
+    for keys in (["hooks"], ["env"]):
+        if doc.get(keys) == {}:
+            doc.delete(keys)
+    return doc.text()
+
+
+def _gemini_hook(doc: ConfigDocument, o: Options, *, remove: bool) -> None:
+    """Ours in (or out of) ``hooks.AfterTool`` of Gemini CLI's settings (and out
+    of ``BeforeTool``, where an earlier release rewrote commands)."""
+    assert isinstance(doc, JsoncDocument)
+    for event in ("BeforeTool", "AfterTool"):
+        doc.remove_where(["hooks", event], is_our_hook)
+    if not remove:
+        doc.append(["hooks", "AfterTool"], gemini_hook_group(o))
+    for keys in (["hooks", "BeforeTool"], ["hooks", "AfterTool"], ["hooks"]):
         if doc.get(keys) in ([], {}):
             doc.delete(keys)
 
@@ -263,28 +332,16 @@ def plan(o: Options, *, remove: bool = False) -> list[Edit]:
         doc.set(key, entry(o))
     if o.client == "gemini" and (o.shell or remove):
         _gemini_hook(doc, o, remove=remove)
-    if o.client == "codex" and (o.shell or remove):
-        _codex_shell(doc, remove=remove)
+    if o.client == "codex":
+        _codex_shell_back(doc)
     if before is not None or not remove:
         edits.append(Edit(path, before, doc.text()))
     if o.client == "claude-code" and (o.shell or remove):
         settings = claude_settings_path(o)
         text = _read(settings)
-        hooks = JsoncDocument(text or "", str(settings))
-        hooks.remove_where(["hooks", "PreToolUse"], is_our_hook)
-        for name in SESSION_ENV:
-            hooks.delete(["env", name])
-        if not remove:
-            hooks.append(["hooks", "PreToolUse"], hook_group())
-            for name, value in server_env(o).items():
-                if name in SESSION_ENV:
-                    hooks.set(["env", name], value)
-        else:  # what only held ours goes with it
-            for keys in (["hooks", "PreToolUse"], ["hooks"], ["env"]):
-                if hooks.get(keys) in ([], {}):
-                    hooks.delete(keys)
-        if text is not None or not remove:
-            edits.append(Edit(settings, text, hooks.text()))
+        edits.append(Edit(settings, text, _claude_settings(o, text, str(settings), remove)))
+        if text is None and remove:
+            edits.pop()
     if o.client == "gemini" and o.project and not remove:
         # Gemini CLI reads a project's settings only in a folder the person trusts.
         trusted = o.user_home / ".gemini" / "trustedFolders.json"

@@ -19,7 +19,15 @@ from typing import Any
 from .context import EXIT_ERROR, CliContext, CliError
 
 CLIENTS = ("claude-code", "codex", "gemini", "opencode", "cursor", "goose")
-SHELL_CLIENTS = ("claude-code", "codex", "gemini")  # whose own shell --shell routes through run
+SHELL_CLIENTS = ("claude-code", "gemini")  # whose own shell --shell routes into the store
+NO_SHELL = {
+    "codex": "Codex offers no way to route its own shell into overspill that keeps its "
+    "sandbox and approval rules: the command a PreToolUse hook rewrites is the one its "
+    "rules judge (a forbidden rule no longer matched it), and its PostToolUse hook is "
+    "handed only the cut output. Nothing was changed; `overspill install codex` adds the "
+    "tools, and Codex's shell stays its own",
+}
+"""Harnesses whose own shell --shell cannot route without weakening it, and why."""
 
 
 def register(sub: Any) -> None:
@@ -36,8 +44,8 @@ def register(sub: Any) -> None:
     install.add_argument(
         "--shell",
         action="store_true",
-        help="the harness's own shell into the store: claude-code and gemini through "
-        "overspill run (a hook); codex: its shell off, overspill's bash in its place",
+        help="the harness's own shell into the store: claude-code by its shell prefix "
+        "(its permissions and sandbox as they are), gemini through a hook; codex: none",
     )
     install.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     install.add_argument("--http", metavar="URL", help="a server instead of this machine's store")
@@ -129,10 +137,12 @@ def _run_plan(ctx: CliContext, args: argparse.Namespace, *, remove: bool) -> int
 def cmd_install(ctx: CliContext, args: argparse.Namespace) -> int:
     if args.token_file and not args.http:
         raise CliError("--token-file goes with --http URL")
+    if args.shell and args.client in NO_SHELL:
+        raise CliError(NO_SHELL[args.client])
     if args.shell and args.client not in SHELL_CLIENTS:
         raise CliError(
             f"--shell is for {', '.join(SHELL_CLIENTS)}; {args.client}'s own shell is "
-            "not replaced (its model gets overspill's bash tool beside it: see the README)"
+            "not routed (see the README)"
         )
     if args.check:
         return _check(ctx, args)
@@ -144,30 +154,40 @@ def cmd_uninstall(ctx: CliContext, args: argparse.Namespace) -> int:
 
 
 def cmd_hook(ctx: CliContext, args: argparse.Namespace) -> int:
-    from overspill.api.agent.harnesses import harness_by_key
-    from overspill.api.agent.hooks import Rules, claude_code_pre_bash, gemini_before_shell
-    from overspill.api.agent.install import SESSION_ENV, overspill_argv
+    """One hook event on stdin, the answer on stdout. A hook never blocks the
+    harness's call: whatever goes wrong is one line on stderr and exit 0."""
+    from overspill.artifacts.errors import OverspillError
 
-    raw = sys.stdin.read(1 << 20)
     try:
-        event = json.loads(raw)
-    except ValueError:
-        print("overspill: the hook event is not JSON; the call goes on unchanged", file=sys.stderr)
-        return 0  # never block the harness's call on our account
-    if not isinstance(event, dict):
+        answer = _hook_answer(ctx, args.client)
+    except (ValueError, OverspillError) as exc:
+        reason = getattr(exc, "message", None) or str(exc)
+        print(f"overspill: hook {args.client}: {reason}", file=sys.stderr)
         return 0
-    if args.client == "gemini":
-        store = {k: os.environ[k] for k in SESSION_ENV if os.environ.get(k)}
-        gemini = harness_by_key("gemini")
-        assert gemini is not None and gemini.cut_chars is not None
-        budget = gemini.cut_chars * 9 // 10  # (a hook's note follows the output)
-        answer = gemini_before_shell(event, overspill_argv(), store, budget)
-    else:
-        cwd = Path(str(event.get("cwd") or os.getcwd()))
-        answer = claude_code_pre_bash(event, overspill_argv(), Rules.read(cwd, Path.home()))
     if answer is not None:
         print(json.dumps(answer))
     return 0
+
+
+def _hook_answer(ctx: CliContext, client: str) -> dict[str, Any] | None:
+    from ..client.calls import ApiCalls
+
+    if client == "gemini":
+        import io
+
+        from overspill.api.agent.hooks import gemini_after_shell
+        from overspill.api.agent.json_stream import JsonStream
+
+        text = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogatepass")
+        return gemini_after_shell(JsonStream(text), ApiCalls(ctx.client()))
+    from overspill.api.agent.hooks import claude_code_after_bash
+
+    from ..client.handoff import handoff_root, ingest
+
+    event = json.loads(sys.stdin.read(1 << 20) or "{}")
+    tmp = os.environ.get("CLAUDE_TMPDIR")
+    stored = ingest(handoff_root(tmp), ApiCalls(ctx.client())) if tmp else []
+    return claude_code_after_bash(event if isinstance(event, dict) else {}, stored)
 
 
 # -- --check: what the harness will see ----------------------------------------------------

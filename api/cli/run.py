@@ -17,9 +17,12 @@ import shlex
 import signal
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from overspill.shell.sink import DeferredSink, OutputSink
+
+if TYPE_CHECKING:
+    from overspill.shell.results import ExecResult
 
 from . import live
 from .context import CliContext, CliError, positive, size
@@ -116,6 +119,12 @@ def cmd_run(ctx: CliContext, args: argparse.Namespace) -> int:
         # hide the final marker from parse_exit_status, which reads only the very
         # end. A person's prompt gets a line of its own.
         sys.stdout.write(result.text + ("\n" if sys.stdout.isatty() else ""))
+    return exit_status(result, received)
+
+
+def exit_status(result: ExecResult, received: list[int]) -> int:
+    """The exit status of a run: a signal we received (128+N), a timeout (124),
+    the command's own signal (128+N) or exit code."""
     if received:
         return 128 + received[0]
     if result.timed_out:

