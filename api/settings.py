@@ -71,6 +71,11 @@ class ServerSettings(SettingsBase):
     # and followers (follow=true); past either, 429 with Retry-After.
     max_expensive_reads: int = setting(4, gt=0)
     max_followers: int = setting(32, gt=0)
+    # The names a browser may reach ``overspill serve`` by, and the pages' origins
+    # it takes requests from, comma-separated, beyond its own (``api.server.origins``:
+    # DNS rebinding); ``*`` takes any name.
+    allowed_hosts: str = ""
+    allowed_origins: str = ""
 
 
 # The one variable that is no section's field: it names the TOML file itself.

@@ -307,7 +307,9 @@ def test_the_cli_lists_mcp_among_its_verbs() -> None:
 class RawMcp:
     """``overspill mcp`` spoken to line by line, the way a harness does."""
 
-    def __init__(self, env: dict[str, str], client: str = "test-client") -> None:
+    def __init__(
+        self, env: dict[str, str], client: str = "test-client", *, handshake: bool = True
+    ) -> None:
         import json
 
         self._json = json
@@ -319,8 +321,9 @@ class RawMcp:
             stderr=subprocess.DEVNULL,
         )
         self._ids = iter(range(1, 10_000))
-        self.init = self.request("initialize", initialize_request(client)["params"])
-        self.notify("notifications/initialized")
+        if handshake:  # (2026-07-28 has none: the envelope rides on every request)
+            self.init = self.request("initialize", initialize_request(client)["params"])
+            self.notify("notifications/initialized")
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -504,3 +507,93 @@ def test_a_cancelled_call_stops_its_command_and_gets_no_answer(raw: Any, tmp_pat
         anyio.run(anyio.sleep, 0.05)
     else:
         raise AssertionError("the cancelled command still runs")
+
+
+# -- both protocol eras: the handshake (2025-11-25 and earlier) and 2026-07-28 --------------
+
+MODERN = "2026-07-28"
+
+
+def _envelope(client: str = "test-client", version: str = MODERN) -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": client, "version": "1"},
+    }
+
+
+@pytest.mark.parametrize("mode", ["legacy", MODERN])
+def test_the_sdk_client_of_either_era_gets_the_same_tools_resources_and_answers(
+    mcp_env: dict[str, str], mode: str
+) -> None:
+    seen: dict[str, Any] = {}
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "overspill.api.cli", "mcp"], env=mcp_env
+    )
+
+    async def main() -> None:
+        async with Client(params, mode=mode) as client:
+            assert client.protocol_version == ("2025-11-25" if mode == "legacy" else MODERN)
+            seen["tools"] = [t.name for t in (await client.list_tools()).tools]
+            templates = (await client.list_resource_templates()).resource_templates
+            seen["templates"] = [t.uri_template for t in templates]
+            res = await client.call_tool("bash", {"command": "seq 1 30000"})
+            (art,) = re.findall(r"artifact (art_\w+);", text_of(res))
+            assert await follow_reads(client, "artifact_read", {"id": art, "offset": 0}) == SEQ
+            resource = await client.read_resource(f"artifact://{art}?tail=2")
+            (first,) = resource.contents
+            assert isinstance(first, types.TextResourceContents)
+            seen["tail"] = first.text.replace(art, "ID")
+
+    anyio.run(main)
+    assert seen["tools"] == ["bash", "bash_output", "bash_kill", *READ_TOOLS]
+    assert seen["templates"] == ["artifact://{id}{?offset,length,start_line,line_count,tail}"]
+    assert seen["tail"].splitlines()[1:3] == ["29999", "30000"]
+
+
+def test_the_2026_era_is_discovered_enveloped_and_typed_on_stdio(mcp_env: dict[str, str]) -> None:
+    from mcp_types.methods import serialize_server_result
+
+    server = RawMcp(mcp_env, handshake=False)
+    try:
+        discover = server.request("server/discover", {"_meta": _envelope()})["result"]
+        assert discover["supportedVersions"] == [MODERN]
+        assert set(discover["capabilities"]) == {"tools", "resources"}
+        assert discover["resultType"] == "complete"
+        assert discover["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "overspill"
+        # Each answer is what the revision's own schema accepts.
+        serialize_server_result("server/discover", MODERN, discover)
+        for method in ("tools/list", "resources/templates/list", "resources/list"):
+            result = server.request(method, {"_meta": _envelope()})["result"]
+            assert result["resultType"] == "complete" and result["ttlMs"] == 0
+            serialize_server_result(method, MODERN, result)
+        call = {"name": "artifact_list", "arguments": {}, "_meta": _envelope()}
+        listed = server.request("tools/call", call)["result"]
+        serialize_server_result("tools/call", MODERN, listed)
+        assert listed["content"][0]["text"].startswith("[")
+        # The client named in a request picks the answer budget, as a handshake does.
+        tools = server.request("tools/list", {"_meta": _envelope("gemini-cli-mcp-client")})
+        assert tools["result"]["tools"][0]["_meta"]["anthropic/maxResultSizeChars"] == 36_000
+        # What the era refuses, and why.
+        bare = server.request("tools/list", {})
+        assert bare["error"]["code"] == -32602 and "_meta" in bare["error"]["message"]
+        half = server.request(
+            "tools/list",
+            {"_meta": {"io.modelcontextprotocol/protocolVersion": MODERN}},
+        )
+        assert half["error"]["code"] == -32602 and "clientCapabilities" in half["error"]["message"]
+        old = server.request("tools/list", {"_meta": _envelope(version="2099-01-01")})
+        assert old["error"]["code"] == -32022
+        assert old["error"]["data"] == {"supported": [MODERN], "requested": "2099-01-01"}
+        handshake = server.request("initialize", initialize_request("late")["params"])
+        assert handshake["error"]["code"] == -32022
+    finally:
+        assert server.close() == 0
+
+
+def test_a_handshake_connection_refuses_the_2026_envelope_and_discover(raw: Any) -> None:
+    server = raw()
+    enveloped = server.request("tools/list", {"_meta": _envelope()})
+    assert enveloped["error"]["code"] == -32600
+    assert server.request("server/discover")["error"]["code"] == -32601
+    assert "tools" in server.request("tools/list")["result"]

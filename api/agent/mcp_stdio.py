@@ -6,10 +6,11 @@ servers in parallel with its first model call and leaves out the tools of a
 server that has not answered ``tools/list`` by then (Codex did in 6 of 8 runs
 when the handshake took 1.4 s). The SDK, pydantic and the store cost ~0.7 s of
 imports before the first byte; this loop answers ``initialize`` and
-``tools/list`` from the static table (``api.tools.schemas``) within a few tens
-of milliseconds, then loads the store on a thread while the harness is still
-busy with its model. The HTTP transport (``/mcp`` on ``overspill serve``) stays
-on the SDK (``api.mcp_server``); the tests drive this one with the SDK's client.
+``tools/list`` from the static table (``api.agent.tools.schemas``) within a few
+tens of milliseconds, then loads the store (``api.agent.mcp_runtime``) on a
+thread while the harness is still busy with its model. The HTTP transport
+(``/mcp`` on ``overspill serve``) stays on the SDK (``api.server.mcp_http``);
+the tests drive this one with the SDK's clients, Python's and TypeScript's.
 
 A result is the answer's text block alone (``api.mcp_table`` says why).
 
@@ -29,19 +30,24 @@ from typing import IO, TYPE_CHECKING, Any
 from ..version import VERSION
 from .harnesses import Budget, budget_for
 from .mcp_table import (
-    BASH_TOOLS,
+    CAPABILITIES,
+    CAPABILITIES_KEY,
+    CLIENT_INFO_KEY,
+    HANDSHAKE_VERSIONS,
     INSTRUCTIONS,
+    MODERN_VERSIONS,
     RESOURCE_TEMPLATE,
+    VERSION_KEY,
+    discover_result,
+    modern_envelope,
+    modern_result,
     tool_list,
     tool_result,
 )
 
 if TYPE_CHECKING:
     from ..settings import Settings
-    from .tools.handlers import ToolResult
-
-PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-"""The revisions whose initialize handshake this server speaks (newest last)."""
+    from .mcp_runtime import Runtime
 
 
 def initialize_request(client: str, version: str = "1") -> dict[str, Any]:
@@ -65,97 +71,22 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-
-
-class Runtime:
-    """What a tool call needs (settings, the store or a server, the executor),
-    built once, on a thread, after the handshake."""
-
-    def __init__(self, settings: Settings, budget: Budget) -> None:
-        from overspill.shell import Executor
-        from overspill.shell.redact.policy import Redaction
-        from overspill.shell.sink import OutputSink
-
-        from .bash_tools import BashTools
-        from .result_saver import saver_for
-        from .tools.handlers import ArtifactTools
-
-        client, shell = settings.client, settings.shell
-        redaction = Redaction.from_settings(shell)
-        # A harness starts one server per conversation: where it names none, the
-        # conversation is this process (artifact_list shows its outputs first).
-        session = client.session_id or process_session()
-        backend: Any
-        sink: OutputSink
-        if client.url:
-            from ..client.http import OverspillClient
-
-            remote = OverspillClient(client.url, client.token)
-            backend = remote
-            sink = remote.sink(session_id=session, max_bytes=shell.stream_max_bytes)
-        else:
-            from overspill.artifacts.records import Principal
-            from overspill.artifacts.store import ArtifactStore
-            from overspill.shell import StoreSink
-
-            from ..cleanup import BackgroundCompactor, PeriodicSweeper
-            from ..client.in_process import InProcessClient, redaction_for
-
-            # The store lives in this process for the whole session, for the reads
-            # and for what ``bash`` stores: no local server is started, so nothing
-            # outlives the agent's session. An agent sees its own artifacts only.
-            store = ArtifactStore.open(settings.store)
-            redaction = redaction_for(store, redaction, client.owner)
-            if settings.server.sweep_interval_s > 0:
-                PeriodicSweeper(store, shell, settings.server.sweep_interval_s).start()
-            BackgroundCompactor(store).start()
-            agent = Principal(name=client.owner, role="agent")
-            backend = InProcessClient(store, agent, redaction=redaction)
-            sink = StoreSink(store, agent, session_id=session, max_bytes=shell.stream_max_bytes)
-        saver = saver_for(backend, shell, session_id=session, redaction=redaction)
-        self.tools = ArtifactTools(
-            backend, max_chars=budget.read_bytes, session_id=session, saver=saver
-        )
-        windows = budget.stream_windows(shell.max_output_bytes)
-        shell = shell.replace(max_output_bytes=windows.stderr, redact=redaction.enabled)
-        self.bash = BashTools(
-            Executor(shell, sink),
-            stdout_window=windows.stdout,
-        )
-
-    def call(self, name: str, arguments: object, abort: threading.Event) -> ToolResult:
-        if name in BASH_TOOLS:
-            return self.bash.handle(name, arguments, abort=abort)
-        return self.tools.handle(name, arguments)
-
-    def read_resource(self, uri: str) -> str:
-        from overspill.shell.wording import tool_error
-
-        from .tools.arguments import ToolArgumentError
-        from .tools.resources import read_arguments
-
-        try:
-            arguments = read_arguments(uri)
-        except ToolArgumentError as exc:
-            return tool_error(str(exc))
-        return self.tools.handle("artifact_read", arguments).text
-
-    def close(self) -> None:
-        self.bash.close()
-
-
-def process_session() -> str:
-    """A session id for this server process: its start time and pid."""
-    import os
-    import time
-
-    return f"mcp-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}"
+UNSUPPORTED_PROTOCOL_VERSION = -32022  # (2026-07-28)
+SERVER_INFO = {"name": "overspill", "title": "overspill", "version": VERSION}
 
 
 class StdioServer:
     """The JSON-RPC loop. Requests other than tool calls and resource reads are
     answered on the reading thread from static data; each call runs on a thread
-    of its own, so a long ``bash`` never delays a ``ping`` or a cancellation."""
+    of its own, so a long ``bash`` never delays a ``ping`` or a cancellation.
+
+    Both eras of the protocol are spoken, as the SDK's servers speak them: the
+    client's first request decides the connection's, once. ``initialize`` opens
+    the handshake era (2025-11-25 and earlier); a request whose ``params._meta``
+    carries the protocol version opens the 2026-07-28 one, where every request
+    brings its version and the client's capabilities (checked on each), there is
+    no handshake (``server/discover`` says what is served) and every result has
+    its ``resultType``. A request of the other era is refused with the reason."""
 
     def __init__(
         self,
@@ -178,6 +109,7 @@ class StdioServer:
         self._cancelled: set[Any] = set()
         self._calls_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
+        self._modern: bool | None = None  # the connection's era, once a request decided it
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -216,15 +148,34 @@ class StdioServer:
         if not has_id:
             self._notification(method, params)
             return
+        if self._modern is None:
+            self._modern = method != "initialize" and modern_envelope(params)
+        if self._modern:
+            refused = self._refused_modern(method, params)
+            if refused is not None:
+                self._send_error(ident, *refused)
+                return
+            self._budget_from(params["_meta"].get(CLIENT_INFO_KEY))
+        elif modern_envelope(params) and method != "initialize":
+            self._send_error(
+                ident,
+                INVALID_REQUEST,
+                "this connection opened with the initialize handshake; requests carrying "
+                "the 2026-07-28 envelope are not accepted on it",
+            )
+            return
         handler: Callable[[dict[str, Any]], dict[str, Any]] | None = {
             "initialize": self._initialize,
+            "server/discover": lambda p: discover_result(INSTRUCTIONS),
             "ping": lambda p: {},
             "tools/list": lambda p: {"tools": tool_list(self._budget, bash=True)},
             "resources/list": lambda p: {"resources": []},
             "resources/templates/list": lambda p: {"resourceTemplates": [RESOURCE_TEMPLATE]},
         }.get(method)
+        if method == "server/discover" and not self._modern:
+            handler = None  # a 2026-07-28 method: not part of the handshake era
         if handler is not None:
-            self._send_result(ident, handler(params))
+            self._send_result(ident, handler(params), method)
             if method == "tools/list":
                 self._warm_up()
         elif method in ("tools/call", "resources/read"):
@@ -232,19 +183,46 @@ class StdioServer:
         else:
             self._send_error(ident, METHOD_NOT_FOUND, f"this server has no method {method!r}")
 
+    def _refused_modern(self, method: str, params: dict[str, Any]) -> tuple[int, str, Any] | None:
+        """Why a request on a 2026-07-28 connection is refused (None: it is not)."""
+        if method == "initialize":
+            asked = params.get("protocolVersion")
+            data = {"supported": list(MODERN_VERSIONS), "requested": asked}
+            return (
+                UNSUPPORTED_PROTOCOL_VERSION,
+                "this connection serves the 2026-07-28 protocol: no initialize handshake",
+                data,
+            )
+        meta = params.get("_meta")
+        if not isinstance(meta, dict):
+            return (INVALID_PARAMS, f"params._meta must carry {VERSION_KEY!r}", None)
+        missing = [k for k in (VERSION_KEY, CAPABILITIES_KEY) if k not in meta]
+        if missing:
+            return (INVALID_PARAMS, f"params._meta is missing {', '.join(missing)}", None)
+        version = meta[VERSION_KEY]
+        if not isinstance(version, str):
+            return (INVALID_PARAMS, f"{VERSION_KEY} must be a string", None)
+        if version not in MODERN_VERSIONS:
+            data = {"supported": list(MODERN_VERSIONS), "requested": version}
+            return (UNSUPPORTED_PROTOCOL_VERSION, f"protocol version {version} is not served", data)
+        return None
+
+    def _budget_from(self, client: object) -> None:
+        """The answer budget for the client a request names (2026-07-28: each may)."""
+        name = client.get("name") if isinstance(client, dict) else None
+        if isinstance(name, str):
+            self._budget = budget_for(name, self._configured)
+
     def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
         client = params.get("clientInfo") or {}
         name = client.get("name") if isinstance(client, dict) else None
         self._budget = budget_for(name if isinstance(name, str) else None, self._configured)
         asked = params.get("protocolVersion")
-        version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1]
+        version = asked if asked in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[-1]
         return {
             "protocolVersion": version,
-            "capabilities": {
-                "tools": {"listChanged": False},
-                "resources": {"subscribe": False, "listChanged": False},
-            },
-            "serverInfo": {"name": "overspill", "title": "overspill", "version": VERSION},
+            "capabilities": CAPABILITIES,
+            "serverInfo": SERVER_INFO,
             "instructions": INSTRUCTIONS,
         }
 
@@ -312,7 +290,7 @@ class StdioServer:
             with self._calls_lock:
                 cancelled = ident in self._cancelled
             if not cancelled:  # a cancelled request gets no answer (the spec's rule)
-                self._send_result(ident, answer)
+                self._send_result(ident, answer, method)
         except Exception as exc:
             self._send_error(ident, INTERNAL_ERROR, str(exc) or type(exc).__name__)
         finally:
@@ -335,11 +313,16 @@ class StdioServer:
 
     # -- the wire ----------------------------------------------------------------------
 
-    def _send_result(self, ident: Any, result: dict[str, Any]) -> None:
+    def _send_result(self, ident: Any, result: dict[str, Any], method: str = "") -> None:
+        if self._modern:
+            result = modern_result(method, result, SERVER_INFO)
         self._send({"jsonrpc": "2.0", "id": ident, "result": result})
 
-    def _send_error(self, ident: Any, code: int, message: str) -> None:
-        self._send({"jsonrpc": "2.0", "id": ident, "error": {"code": code, "message": message}})
+    def _send_error(self, ident: Any, code: int, message: str, data: Any = None) -> None:
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        self._send({"jsonrpc": "2.0", "id": ident, "error": error})
 
     def _send(self, message: dict[str, Any]) -> None:
         data = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
@@ -358,6 +341,8 @@ def serve(settings: Settings) -> None:
     warning) goes to stderr, where a harness logs it."""
     out = sys.stdout.buffer
     sys.stdout = sys.stderr
+    from .mcp_runtime import Runtime
+
     server = StdioServer(
         lambda budget: Runtime(settings, budget),
         out,

@@ -60,6 +60,63 @@ def tool_list(budget: Budget, *, bash: bool) -> list[dict[str, Any]]:
     return [mcp_tool(d, budget) for d in [*table, SAVE_DEFINITION]]
 
 
+# -- the two protocol eras -----------------------------------------------------------------
+
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+"""The revisions whose ``initialize`` handshake is spoken (newest last)."""
+MODERN_VERSIONS = ("2026-07-28",)
+"""The revisions without a handshake: ``server/discover`` and, on every request,
+the protocol version and the client's capabilities in ``params._meta``."""
+VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
+SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+CACHEABLE = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
+"""Methods whose 2026-07-28 result carries caching hints (none is cached: ttlMs 0)."""
+
+CAPABILITIES = {
+    "tools": {"listChanged": False},
+    "resources": {"subscribe": False, "listChanged": False},
+}
+
+
+def modern_envelope(params: Any) -> bool:
+    """Whether a request carries the 2026-07-28 envelope (its version key)."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and VERSION_KEY in meta
+
+
+def discover_result(instructions: str) -> dict[str, Any]:
+    """``server/discover`` (2026-07-28): the versions spoken and what is served."""
+    return {
+        "supportedVersions": list(MODERN_VERSIONS),
+        "capabilities": CAPABILITIES,
+        "instructions": instructions,
+    }
+
+
+def modern_result(
+    method: str, result: dict[str, Any], server_info: dict[str, Any]
+) -> dict[str, Any]:
+    """A result as the 2026-07-28 wire wants it: ``resultType``, caching hints
+    where the method's result is cacheable, the server named in ``_meta``."""
+    shaped = dict(result)
+    if method in CACHEABLE:
+        shaped.setdefault("ttlMs", 0)
+        shaped.setdefault("cacheScope", "private")
+    shaped.setdefault("resultType", "complete")
+    shaped["_meta"] = {**shaped.get("_meta", {}), SERVER_INFO_KEY: server_info}
+    return shaped
+
+
 def tool_result(text: str, is_error: bool) -> dict[str, Any]:
     """A ``tools/call`` result: the text block alone (see the module doc)."""
     return {"content": [{"type": "text", "text": text}], "isError": is_error}

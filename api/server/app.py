@@ -51,7 +51,10 @@ def create_app(
     settings: Settings | None = None,
     *,
     local: bool = False,
+    bound_host: str | None = None,
 ) -> FastAPI:
+    """The app. ``bound_host``: the address ``overspill serve`` listens on, which
+    decides the names a browser may reach it by (``api.server.origins``)."""
     settings = settings or Settings.load()
     owns_store = store is None
 
@@ -137,6 +140,14 @@ def create_app(
             m.storage_errors.inc()
         return response
 
+    if not local:  # (a Unix socket: no browser reaches it)
+        from .origins import OriginGuard, hosts_for, origins_for
+
+        app.add_middleware(
+            OriginGuard,
+            hosts=hosts_for(bound_host, server.allowed_hosts),
+            origins=origins_for(server.allowed_origins),
+        )
     app.add_middleware(_Tracked, activity=app.state.activity)  # added last: outermost
     return app
 

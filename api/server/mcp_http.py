@@ -49,6 +49,10 @@ def build_server(tools_for: ToolsFor) -> Server[Any]:
             result = await anyio.to_thread.run_sync(tools.handle, tool, args)
         return types.CallToolResult.model_validate(tool_result(result.text, result.is_error))
 
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        # Outputs are reached by the template (their ids), not listed one by one.
+        return types.ListResourcesResult(resources=[])
+
     async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
         return types.ListResourceTemplatesResult(
             resource_templates=[types.ResourceTemplate.model_validate(RESOURCE_TEMPLATE)]
@@ -79,6 +83,7 @@ def build_server(tools_for: ToolsFor) -> Server[Any]:
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=list_resources,
         on_list_resource_templates=list_templates,
         on_read_resource=read_resource,
     )
@@ -114,8 +119,8 @@ class McpHttp:
             app=server,
             stateless=True,
             json_response=True,
-            # Requests carry a bearer token, never cookies, so a rebound DNS name
-            # gains a page nothing: the Host check would only break proxies.
+            # Host and Origin are checked for the whole app (``api.server.origins``),
+            # with the names an admin configured, not the SDK's fixed list.
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
 

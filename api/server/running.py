@@ -81,7 +81,7 @@ def serve(settings: Settings, host: str, port: int, *, sign_in_link: bool = Fals
             "or a token: overspill token create --principal NAME --role admin)",
             file=sys.stderr,
         )
-    app = create_app(store, settings)
+    app = create_app(store, settings, bound_host=host)
     try:
         _run(app, sock, settings, store)
     finally:
