@@ -12,17 +12,22 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from overspill.artifacts.newlines import count_newlines
 from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
 
-from .failures import FailureMatcher, FailureScan, quote_budget, with_quotes
-from .redact.stream import Manifest, StreamRedactor
 from .results import ArtifactRef, CollectedOutput
-from .sink import SinkStream, failure_reason
-from .spill import SpillFile
-from .view import StreamView, stream_view
+
+# What only a stream that overflows needs (the failure scan, the view, the
+# copies) is imported where it is first used: most commands never overflow,
+# and a harness's shell starts one process per command (``api.agent.harness_shell``).
+if TYPE_CHECKING:
+    from .failures import FailureMatcher, FailureScan
+    from .redact.stream import Manifest, StreamRedactor
+    from .sink import SinkStream
+    from .spill import SpillFile
+    from .view import StreamView
 
 RetentionMode = Literal["tail", "head_tail"]
 
@@ -53,7 +58,7 @@ class OutputCollector:
         prepare: Callable[[], None] | None = None,
         redactor: StreamRedactor | None = None,
         unredacted: bool = False,
-        failures: FailureMatcher | None = None,
+        failures: Callable[[], FailureMatcher | None] | None = None,
         echo: Echo | None = None,
     ) -> None:
         self.stream = stream
@@ -160,8 +165,11 @@ class OutputCollector:
         """First overflow: open the copies and give them the stream so far."""
         self._overflowed = True
         retained = bytes(self._head + self._tail)  # == the whole stream up to now
-        if self._failures is not None:
-            self._scan = FailureScan(self._failures)
+        matcher = self._failures() if self._failures is not None else None
+        if matcher is not None:
+            from .failures import FailureScan
+
+            self._scan = FailureScan(matcher)
             self._scan.feed(retained)
         if self._make_spill is not None:
             self._spill = self._make_spill()
@@ -186,6 +194,8 @@ class OutputCollector:
                 self._storage_failed(exc)
 
     def _storage_failed(self, exc: BaseException) -> None:
+        from .sink import failure_reason
+
         self.storage_error = failure_reason(exc)
 
     def read_from(self, offset: int) -> Delta:
@@ -237,6 +247,8 @@ class OutputCollector:
 
     def view(self, artifact_id: str | None, line_cap: int) -> StreamView:
         """What the model is shown of this stream (artifact render mode)."""
+        from .view import stream_view
+
         with self._lock:
             head, tail, total, newlines = (
                 bytes(self._head),
@@ -260,6 +272,8 @@ class OutputCollector:
         scan = self._scan
         if scan is None or artifact_id is None or not truncated:
             return view_of(tail)
+        from .failures import quote_budget, with_quotes
+
         return with_quotes(view_of, tail, total, scan, artifact_id, quote_budget(self._window))
 
     def finish(self, source_update: dict[str, Any]) -> CollectedOutput:

@@ -13,29 +13,27 @@ import signal
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from overspill.artifacts.utf8 import utf8_skip_partial
 
 from .capture import Echo, OutputCollector
-from .config import ShellSettings
+from .config import DEFAULT_FAILURE_PATTERNS, ShellSettings
 from .environment import child_environment, known_secrets
-from .failures import failure_matcher
 from .process import INHERIT, ProcessTree, Pump, signal_name, spawn
 from .redact import RuleSet, StreamRedactor, redact_once
 from .redact.policy import Redaction
-from .render import (
-    RenderMode,
-    dropped_line,
-    join_streams,
-    render_result,
-    stream_text,
-)
 from .results import BackgroundRead, CollectedOutput, ExecResult
-from .sink import OutputSink
 from .spec import ExecRequest, ExecSpec, resolve
-from .spill import SpillFile, sweep_old_spill_files
-from .view import StreamView
+
+# The failure scan, the rendering and the legacy files are imported where first
+# used: a command that prints a few lines needs none of them but the text, and
+# a harness's shell pays every import once per command.
+if TYPE_CHECKING:
+    from .failures import FailureMatcher
+    from .sink import OutputSink
+    from .spill import SpillFile
+    from .view import StreamView
 
 _swept = False
 sweep_thread: threading.Thread | None = None
@@ -51,6 +49,8 @@ def _startup_sweep(settings: ShellSettings) -> None:
         if _swept or not settings.legacy_spill:
             return
         _swept = True
+    from .spill import sweep_old_spill_files
+
     global sweep_thread
     sweep_thread = threading.Thread(
         target=sweep_old_spill_files, args=(settings.spill_sweep_days,), daemon=True
@@ -62,6 +62,8 @@ def _first_spill(stream: str, settings: ShellSettings, sweep: bool) -> SpillFile
     """A spill file; the first one a process makes starts the start-up sweep of
     old ones (not the constructor: building an Executor must not touch /tmp),
     unless a server on this machine sweeps them (``sweep`` off)."""
+    from .spill import SpillFile
+
     if sweep:
         _startup_sweep(settings)
     return SpillFile(stream, settings.max_spill_bytes)
@@ -84,7 +86,17 @@ class Executor:
         # the rules every run uses; the secrets it knows of are added per run.
         self.redaction = Redaction.from_settings(settings)
         self._rules = self.redaction.rules()
-        self._failures = failure_matcher(settings.failure_patterns)
+        self._failure_matcher: list[FailureMatcher | None] = []
+        if settings.failure_patterns not in ("", DEFAULT_FAILURE_PATTERNS):
+            self._failures()  # a pattern of one's own fails now, not mid-run
+
+    def _failures(self) -> FailureMatcher | None:
+        """The failure-like lines' matcher, made when a stream first overflows."""
+        if not self._failure_matcher:
+            from .failures import failure_matcher
+
+            self._failure_matcher.append(failure_matcher(self.settings.failure_patterns))
+        return self._failure_matcher[0]
 
     def rules_for(self, env: Mapping[str, str]) -> RuleSet | None:
         """The rules of one run: the executor's, and the values of the credentials
@@ -265,15 +277,7 @@ class _Job:
         }
         out = self.stdout.finish(update)
         err = self.stderr.finish(update)
-        mode: RenderMode = self.settings.render_mode
-        text = render_result(
-            stream_text(out, self._view(self.stdout, out), mode),
-            stream_text(err, self._view(self.stderr, err), mode),
-            exit_code=exit_code,
-            signal=sig,
-            timed_out=self.timed_out,
-            timeout_ms=self.spec.timeout_ms,
-        )
+        text = "" if self.spec.harness is not None else self._render(out, err, exit_code, sig)
         result = ExecResult(
             exit_code=exit_code,
             signal=sig,
@@ -290,6 +294,23 @@ class _Job:
             if self._result is None:
                 self._result = result
             return self._result
+
+    def _render(
+        self, out: CollectedOutput, err: CollectedOutput, exit_code: int | None, sig: str | None
+    ) -> str:
+        """The model's view of a finished run. (A harness's shell has none: what
+        it shows was written as it came, ``shell.live_head``.)"""
+        from .render import render_result, stream_text
+
+        mode = self.settings.render_mode
+        return render_result(
+            stream_text(out, self._view(self.stdout, out), mode),
+            stream_text(err, self._view(self.stderr, err), mode),
+            exit_code=exit_code,
+            signal=sig,
+            timed_out=self.timed_out,
+            timeout_ms=self.spec.timeout_ms,
+        )
 
     def _view(self, collector: OutputCollector, out: CollectedOutput) -> StreamView | None:
         if self.settings.render_mode == "legacy":
@@ -332,6 +353,8 @@ class BackgroundJob:
         for d in deltas:
             data = d.data[utf8_skip_partial(d.data) :] if d.lossy else d.data
             texts.append(data.decode("utf-8", errors="replace"))
+        from .render import dropped_line, join_streams
+
         body = join_streams(texts[0], texts[1])
         lossy = any(d.lossy for d in deltas)
         if lossy:

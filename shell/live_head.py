@@ -15,13 +15,12 @@ start, and the truncation line -- all inside the harness's own cut.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from overspill.artifacts.newlines import count_newlines
-from overspill.artifacts.utf8 import utf8_skip_partial
 
-from .render import truncation_line
-from .results import CollectedOutput
-from .view import DEFAULT_LINE_CAP, StreamView, count_lines, gap_line
+if TYPE_CHECKING:
+    from .results import CollectedOutput
 
 
 class LiveHead:
@@ -74,6 +73,11 @@ class LiveHead:
         fits, else the gap, the tail from a line start and the truncation line."""
         if self.whole:
             return bytes(self._tail[len(self._tail) - (self._total - self._written) :])
+        from overspill.artifacts.utf8 import utf8_skip_partial
+
+        from .render import truncation_line
+        from .view import DEFAULT_LINE_CAP, StreamView, count_lines, gap_line
+
         art = out.artifact
         stored = art is not None and art.state != "failed" and not out.storage_error
         artifact_id = art.id if art is not None and stored else None

@@ -59,6 +59,24 @@ class ExecResult(NamedTuple):
         return data
 
 
+def exit_status(result: ExecResult, received: list[int]) -> int:
+    """The exit status of a run as a process reports it: a signal the runner
+    received (128+N), a timeout (124), the command's own signal (128+N) or exit
+    code."""
+    if received:
+        return 128 + received[0]
+    if result.timed_out:
+        return 124
+    if result.signal:
+        import signal  # (only a command that a signal ended pays for it)
+
+        try:
+            return 128 + int(signal.Signals[result.signal])
+        except KeyError:
+            return 128
+    return result.exit_code or 0
+
+
 class BackgroundRead(NamedTuple):
     """One consuming read of a background job's output."""
 

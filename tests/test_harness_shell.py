@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from overspill.api.cli.harness_shell import label_of, shell_of
+from overspill.api.agent.harness_shell import label_of, shell_of
 from tests.helpers import cli_env, run_cli
 
 pytestmark = pytest.mark.one_store
@@ -38,7 +38,7 @@ def wrapped(command: str, cwd_file: str = "/tmp/overspill-test-cwd", stdin: bool
     return f"eval {shlex.quote(command)}{null} && pwd -P >| {cwd_file}"
 
 
-SHELL = [sys.executable, "-m", "overspill.api.cli.harness_shell"]
+SHELL = [str(Path(sys.executable).with_name("overspill-shell"))]  # as Claude Code runs it
 
 
 def _prefix(

@@ -371,9 +371,10 @@ def test_building_an_executor_touches_no_temp_directory(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     import overspill.shell.executor as executor
+    import overspill.shell.spill as spill
 
     calls: list[float] = []
-    monkeypatch.setattr(executor, "sweep_old_spill_files", lambda days: calls.append(days))
+    monkeypatch.setattr(spill, "sweep_old_spill_files", lambda days: calls.append(days))
     monkeypatch.setattr(executor, "_swept", False)
     ex = Executor(ShellSettings(max_output_bytes=10, grace_ms=300))
     assert calls == []

@@ -6,7 +6,7 @@ Neither rewrites a command. A rewritten command is the one the harness's
 permission rules judge (measured through both: a rule for the command no
 longer matched, a rule for the wrapper let anything through), so no hook that
 rewrites could keep them as the person set them. Claude Code's own Bash runs
-through overspill by its shell prefix (``api.cli.harness_shell``); its hook only
+through overspill by its shell prefix (``api.agent.harness_shell``); its hook only
 stores what a command confined by its sandbox handed out
 (``api.client.handoff``). Gemini CLI has no such prefix: its hook stores the
 output it is handed after the command ran, and tells the model its id.

@@ -179,7 +179,9 @@ def main(argv: Sequence[str] | None = None, *, exit_when_done: bool = False) -> 
     artifact is closed and committed, and the teardown (collecting modules,
     joining idle threads) cost ~0.15 s per command when the store was in-process."""
     if exit_when_done:
-        _blocking_output()
+        from overspill.shell.process import blocking_output
+
+        blocking_output()
     args_list = list(sys.argv[1:] if argv is None else argv)
     negative = _negative_retention(args_list)
     if negative:  # argparse would take "-5d" for an option and ask for RETENTION
@@ -203,19 +205,6 @@ def main(argv: Sequence[str] | None = None, *, exit_when_done: bool = False) -> 
             pass
         os._exit(code)
     return code
-
-
-def _blocking_output() -> None:
-    """Our output is written whole, whatever the parent handed us: on a pipe set
-    non-blocking (O_NONBLOCK is the pipe's, shared with whoever else holds it) a
-    write the reader was not ready for raised, and the exit's flush dropped the
-    rest -- `run --json` printed 64 KiB of its answer and exited 0."""
-    for fd in (1, 2):
-        try:
-            if not os.get_blocking(fd):
-                os.set_blocking(fd, True)
-        except OSError:  # closed, or not a file: nothing to write whole
-            pass
 
 
 def _negative_retention(argv: list[str]) -> str | None:

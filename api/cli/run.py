@@ -1,28 +1,14 @@
 """``overspill run -- CMD``: a command through the executor, printing what the
-model should see (``--json``: the result object).
-
-Where an overflowing stream goes is decided here, once: a server's appends
-(``OVERSPILL_URL``), this home's local server (the default: bytes straight into
-the home's blob directory, rows over the socket), or the store opened in this
-process (``OVERSPILL_LOCAL_SERVER=off``). Whichever it is, it is built on a
-background thread at the first overflow (``DeferredSink``), so neither a
-connection nor a server's start ever holds the command's pipe.
-"""
+model should see (``--json``: the result object). Where an overflowing stream
+goes is ``api.client.output_sink``'s choice."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import shlex
-import signal
 import sys
-import threading
-from typing import TYPE_CHECKING, Any
-
-from overspill.shell.sink import DeferredSink, OutputSink
-
-if TYPE_CHECKING:
-    from overspill.shell.results import ExecResult
+from typing import Any
 
 from . import live
 from .context import CliContext, CliError, positive, size
@@ -60,6 +46,10 @@ def register(sub: Any) -> None:
 
 def cmd_run(ctx: CliContext, args: argparse.Namespace) -> int:
     from overspill.shell import ExecRequest, Executor
+    from overspill.shell.process import abort_on_signals
+    from overspill.shell.results import exit_status
+
+    from ..client.output_sink import output_sink
 
     command = list(args.command)
     if command and command[0] == "--":
@@ -86,14 +76,14 @@ def cmd_run(ctx: CliContext, args: argparse.Namespace) -> int:
         timeout_ms=args.timeout_ms,
         max_output_bytes=stdout_window,
     )
-    abort, received = _abort_on_signals()
+    abort, received = abort_on_signals()
     c = ctx.settings.client
     # The local server sweeps old legacy spill files on its interval; the
     # command's process need not walk the temp dir as well.
     by_server = not c.url and c.local_server
     if not shell.redact and not _may_store_unmasked(ctx):
         shell = shell.replace(redact=True)
-    executor = Executor(shell, sink(ctx), sweep_spill_files=not by_server)
+    executor = Executor(shell, output_sink(ctx.settings, ctx.warn), sweep_spill_files=not by_server)
     terminal = None
     if live.wanted(args.live or c.live, json_out=args.json, env=os.environ):
         terminal = live.LiveTerminal()
@@ -122,21 +112,6 @@ def cmd_run(ctx: CliContext, args: argparse.Namespace) -> int:
     return exit_status(result, received)
 
 
-def exit_status(result: ExecResult, received: list[int]) -> int:
-    """The exit status of a run: a signal we received (128+N), a timeout (124),
-    the command's own signal (128+N) or exit code."""
-    if received:
-        return 128 + received[0]
-    if result.timed_out:
-        return 124
-    if result.signal:
-        try:
-            return 128 + int(signal.Signals[result.signal])
-        except KeyError:
-            return 128
-    return result.exit_code or 0
-
-
 def _may_store_unmasked(ctx: CliContext) -> bool:
     """``OVERSPILL_REDACT=off`` is honoured only where an admin's policy turns
     redaction off for this owner (``retention set --owner O --redact off``); asked
@@ -154,59 +129,3 @@ def _may_store_unmasked(ctx: CliContext) -> bool:
     if not allowed:
         ctx.warn(f"redaction stays on: no admin policy turns it off for {owner}")
     return allowed
-
-
-def _abort_on_signals() -> tuple[threading.Event, list[int]]:
-    """SIGINT, SIGTERM and SIGHUP abort the command instead of killing us: its
-    whole tree is ended (TERM, grace, KILL), the artifacts are closed with what
-    was captured, and the model still gets its text. Returns the abort event and
-    the signals received (the first decides the exit status, 128+N)."""
-    abort = threading.Event()
-    received: list[int] = []
-
-    def on_signal(signum: int, frame: object) -> None:
-        received.append(signum)
-        abort.set()
-
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, on_signal)
-    return abort, received
-
-
-def sink(ctx: CliContext) -> DeferredSink:
-    """Where the executor streams overflowing output (see the module doc)."""
-    settings = ctx.settings
-    c = settings.client
-    max_bytes = settings.shell.stream_max_bytes
-
-    def build() -> OutputSink:
-        if c.url:
-            from ..client.sinks import RemoteSink
-
-            return RemoteSink(ctx.client(), session_id=c.session_id, max_bytes=max_bytes)
-        if c.local_server:
-            from ..client.local_server import LocalServer, LocalServerUnavailable
-            from ..client.sinks import LocalServerSink
-
-            try:
-                client = LocalServer(settings).client(c.owner, "admin")
-            except LocalServerUnavailable as exc:
-                ctx.warn(f"{exc.message}; storing from this process instead")
-            else:
-                return LocalServerSink(client, session_id=c.session_id, max_bytes=max_bytes)
-        from overspill.artifacts.records import Principal
-        from overspill.artifacts.store import ArtifactStore
-        from overspill.shell import StoreSink
-
-        from ..cleanup import sweep_soon
-
-        store = ArtifactStore.open(settings.store)
-        sweep_soon(store, settings.shell, settings.server.sweep_interval_s)
-        return StoreSink(
-            store,
-            Principal(name=c.owner, role="agent"),
-            session_id=c.session_id,
-            max_bytes=max_bytes,
-        )
-
-    return DeferredSink(build)

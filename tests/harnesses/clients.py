@@ -252,12 +252,14 @@ env_key = "STAND_IN_API_KEY"
         flags: Sequence[str] | None = None,
         settings: dict[str, Any] | None = None,
         files: dict[str, str] | None = None,
+        traced: bool = True,
     ) -> Run:
         """One headless run. ``install``: overspill installed first (else the
         harness as the person had it); ``flags``: the harness's own command-line
         flags (Claude Code: instead of allowing overspill's tools); ``settings``:
         Claude Code's user settings; ``files``: more files in the work folder (a
-        project's settings)."""
+        project's settings); ``traced``: under strace, so that a connect past
+        loopback is seen (off for a benchmark: tracing costs every process time)."""
         bin_dir = installed()
         self.write_config(home, work, model_url, settings)
         for relative, text in (files or {}).items():
@@ -267,11 +269,14 @@ env_key = "STAND_IN_API_KEY"
             self.install(home, work, store, shell=shell)
         trace = home / "connect.trace"
         argv = self.argv(bin_dir, prompt, flags)
-        argv = [
-            "strace",
-            *("-f", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg"),
-            *("-o", str(trace), *argv),
-        ]
+        if traced:
+            # --seccomp-bpf: only the traced calls stop the process, so the rest
+            # (a Python start's thousands of stat/open calls) runs at full speed.
+            argv = [
+                "strace",
+                *("-f", "--seccomp-bpf", "-qq", "-e", "trace=connect,sendto,sendmsg,sendmmsg"),
+                *("-o", str(trace), *argv),
+            ]
         proc = subprocess.Popen(
             argv,
             env={**self.env(home, model_url, bin_dir), **(extra_env or {})},
@@ -290,7 +295,8 @@ env_key = "STAND_IN_API_KEY"
             raise AssertionError(
                 f"{self.key} did not finish within {timeout} s: {out[-1000:]} {err[-2000:]}"
             ) from None
-        return Run(proc.returncode, out, err, foreign_connects(trace.read_text()))
+        foreign = foreign_connects(trace.read_text()) if traced else []
+        return Run(proc.returncode, out, err, foreign)
 
 
 HARNESSES = {

@@ -3,10 +3,9 @@ nothing the person chose.
 
 Claude Code runs each Bash command as ``SHELL -c -l "PREFIX 'COMMAND'"`` when
 ``CLAUDE_CODE_SHELL_PREFIX`` is set, which ``overspill install --shell
-claude-code`` sets to this program's path. (A program alone: Claude Code also
-starts its MCP servers and hooks as ``PREFIX 'COMMAND LINE'``, taking the whole
-prefix for the program's name; those are not Bash calls, and run unchanged, as
-``bash -c``.) By then
+claude-code`` sets to the ``overspill-shell`` script (``scripts/``). Claude Code
+also starts its MCP servers and hooks through the prefix; the script runs those
+unchanged, with no Python, and hands Bash calls to ``entry`` here. By then
 the harness has decided on the command -- its permission rules, modes and flags
 saw the command exactly as the model wrote it -- and its sandbox, if on, holds
 this process too. So this only runs what was let through, as the harness would
@@ -25,8 +24,6 @@ the command runs as the harness would have run it, without overspill.
 from __future__ import annotations
 
 import os
-import re
-import shlex
 import sys
 from typing import TYPE_CHECKING
 
@@ -48,7 +45,7 @@ class HarnessShellSpec:
 
 
 def spec_of(harness: str) -> HarnessShellSpec:
-    from ..agent.harnesses import SHELL_VIEWS
+    from .harnesses import SHELL_VIEWS
 
     view = SHELL_VIEWS.get(harness)
     if view is None:
@@ -62,13 +59,16 @@ def shell_of(command: str) -> str:
     return "zsh" if "/shell-snapshots/snapshot-zsh-" in command else "bash"
 
 
-_EVAL = re.compile(r" && eval ('(?:[^']|'\\'')*')(?: < /dev/null)? && pwd -P >\| ")
+_EVAL = r" && eval ('(?:[^']|'\\'')*')(?: < /dev/null)? && pwd -P >\| "
 
 
 def label_of(command: str) -> str | None:
     """The model's command inside Claude Code's wrapping (``… && eval 'CMD' &&
     pwd -P >| FILE``), for the artifact's source; None where it is not found."""
-    m = _EVAL.search(command)
+    import re
+    import shlex
+
+    m = re.search(_EVAL, command)
     if m is None:
         return None
     try:
@@ -76,11 +76,6 @@ def label_of(command: str) -> str | None:
     except ValueError:
         return None
     return words[0] if len(words) == 1 else None
-
-
-_BASH_CALL = re.compile(r" && pwd -P >\| \S+$")
-"""How Claude Code ends the command string of a Bash call (it keeps the shell's
-directory for the next call); an MCP server's or a hook's command line does not."""
 
 
 HARNESS = "claude-code"
@@ -91,8 +86,6 @@ def main(argv: list[str]) -> int:
     """``argv``: the one command string the harness passes."""
     command = argv[-1] if argv else ""
     shell = shell_of(command)
-    if not _BASH_CALL.search(command):  # a server's or a hook's: exactly as without us
-        os.execvp("bash", ["bash", "-c", command])
     try:
         prepared = _prepare(HARNESS, command, shell)
     except Exception as exc:  # the command has not started: it runs without us
@@ -104,9 +97,9 @@ def main(argv: list[str]) -> int:
 
 def entry() -> None:
     """The console script ``overspill-shell``."""
-    from . import _blocking_output
+    from overspill.shell.process import blocking_output
 
-    _blocking_output()
+    blocking_output()
     code = main(sys.argv[1:])
     sys.stdout.flush()
     sys.stderr.flush()
@@ -117,10 +110,11 @@ def _prepare(harness: str, command: str, shell: str) -> Callable[[], int]:
     """Everything that can fail before the command starts; returns the run."""
     from overspill.shell import ExecRequest, Executor
     from overspill.shell.live_head import LiveHead
+    from overspill.shell.process import abort_on_signals
+    from overspill.shell.results import exit_status
     from overspill.shell.spec import HarnessShell
 
     from ..settings import Settings
-    from .run import _abort_on_signals, exit_status
 
     spec = spec_of(harness)
     if not command.strip():
@@ -142,7 +136,7 @@ def _prepare(harness: str, command: str, shell: str) -> Callable[[], int]:
         max_output_bytes=window,
         harness=HarnessShell(shell=shell, merge_streams=merged, label=label_of(command)),
     )
-    abort, received = _abort_on_signals()
+    abort, received = abort_on_signals()
 
     def run() -> int:
         result = executor.run(request, abort=abort, echo=echoes)
@@ -190,10 +184,12 @@ def _sink(settings: Settings) -> OutputSink:
         c = settings.client
         max_bytes = settings.shell.stream_max_bytes
         return HandoffSink(root, session_id=c.session_id, max_bytes=max_bytes)
-    from .context import CliContext
-    from .run import sink
+    from ..client.output_sink import output_sink
 
-    return sink(CliContext(settings, []))
+    def warn(message: str) -> None:
+        print(f"overspill: warning: {message}", file=sys.stderr)
+
+    return output_sink(settings, warn)
 
 
 if __name__ == "__main__":
