@@ -60,8 +60,12 @@ class OutputCollector:
         unredacted: bool = False,
         failures: Callable[[], FailureMatcher | None] | None = None,
         echo: Echo | None = None,
+        max_lines: int | None = None,
     ) -> None:
         self.stream = stream
+        # A client that cuts answers by lines as well as bytes (opencode: 2,000):
+        # past this many lines the stream is cut too, and the view shows no more.
+        self._max_lines = max_lines
         # A person watching on a terminal (``overspill run`` on a tty) sees each
         # chunk as the command writes it, masked as the store keeps it.
         self._echo = echo
@@ -134,7 +138,10 @@ class OutputCollector:
             if self._prepare is not None and 2 * (self._total + len(chunk)) > self._window:
                 prepare, self._prepare = self._prepare, None
                 prepare()
-            if not self._overflowed and self._total + len(chunk) > self._window:
+            if not self._overflowed and (
+                self._total + len(chunk) > self._window
+                or (self._max_lines is not None and self._newlines + newlines > self._max_lines)
+            ):
                 self._start_copies()
             self._total += len(chunk)
             self._newlines += newlines
@@ -216,13 +223,15 @@ class OutputCollector:
 
     @property
     def truncated(self) -> bool:
-        return self._total > self._window
+        return self._total > self._window or (
+            self._max_lines is not None and self._newlines > self._max_lines
+        )
 
     def shown_text(self) -> str:
         """What the model is shown of this stream (tail, or head + tail)."""
         with self._lock:
             head, tail, total = bytes(self._head), bytes(self._tail), self._total
-        if total <= self._window:
+        if not self.truncated:
             data = head + tail
             return data.decode("utf-8", errors="replace")
         tail = tail[utf8_skip_partial(tail) :]
@@ -256,7 +265,7 @@ class OutputCollector:
                 self._total,
                 self._newlines,
             )
-        truncated = total > self._window
+        truncated = self.truncated
 
         def view_of(shown: bytes) -> StreamView:
             return stream_view(
@@ -267,6 +276,7 @@ class OutputCollector:
                 truncated=truncated,
                 artifact_id=artifact_id,
                 line_cap=line_cap,
+                max_lines=self._max_lines,
             )
 
         scan = self._scan

@@ -147,6 +147,7 @@ class Executor:
         source: dict[str, Any],
         rules: RuleSet | None,
         echo: Echo | None,
+        max_lines: int | None = None,
     ) -> OutputCollector:
         settings = self.settings
         sweep = self._sweep
@@ -169,6 +170,7 @@ class Executor:
             unredacted=rules is None,
             failures=self._failures,
             echo=echo,
+            max_lines=max_lines,
         )
 
 
@@ -190,11 +192,23 @@ class _Job:
             "run_id": self.run_id,
             "background": spec.background,
         }
+        # Lines, where the client cuts by them: stdout two thirds, as its bytes.
+        lines = spec.max_lines
         self.stdout = executor._collector(
-            "stdout", spec.stdout_window, source, rules, echo.get("stdout")
+            "stdout",
+            spec.stdout_window,
+            source,
+            rules,
+            echo.get("stdout"),
+            None if lines is None else max(1, lines * 2 // 3),
         )
         self.stderr = executor._collector(
-            "stderr", spec.stderr_window, source, rules, echo.get("stderr")
+            "stderr",
+            spec.stderr_window,
+            source,
+            rules,
+            echo.get("stderr"),
+            None if lines is None else max(1, lines // 3),
         )
         harness = spec.harness
         if harness is None:

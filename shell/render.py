@@ -92,6 +92,13 @@ def _read_more(artifact_id: str, stored: int, view: StreamView) -> str:
         return hex_call(artifact_id, 0)
     if view.head_end:
         return call("artifact_read", id=artifact_id, offset=view.head_end)
+    if view.max_lines and view.first_line > 1 and view.start <= stored:
+        # A client that cuts by lines reads on by lines: those just before these.
+        first = max(1, view.first_line - view.max_lines)
+        lines = call(
+            "artifact_read", id=artifact_id, start_line=first, line_count=view.first_line - first
+        )
+        return f"{lines} (the lines just before these)"
     end = min(view.start, stored)
     begin = max(0, end - READ_WINDOW)
     if end <= 0:

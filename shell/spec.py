@@ -34,8 +34,11 @@ class ExecRequest(NamedTuple):
     env: Mapping[str, str] = MappingProxyType({})
     max_output_bytes: int | None = None
     call_id: str | None = None
-    # A harness's own shell routed through overspill (``overspill
-    # --shell-prefix``): the command keeps what the harness chose -- its
+    # The most lines of each stream the answer may show (a client that cuts by
+    # lines too: opencode); past them the stream is cut as past its bytes.
+    max_lines: int | None = None
+    # A harness's own shell routed through overspill (``overspill-shell``):
+    # the command keeps what the harness chose -- its
     # environment as given, its stdin, its shell, its deadline (none of ours) --
     # and, when the harness hands one file for both, one stream for both.
     harness: HarnessShell | None = None
@@ -53,6 +56,7 @@ class ExecSpec(NamedTuple):
     call_id: str | None
     background: bool
     harness: HarnessShell | None = None
+    max_lines: int | None = None
 
 
 def resolve(request: ExecRequest, settings: ShellSettings, *, background: bool) -> ExecSpec:
@@ -92,4 +96,5 @@ def resolve(request: ExecRequest, settings: ShellSettings, *, background: bool) 
         call_id=request.call_id,
         background=background,
         harness=request.harness,
+        max_lines=request.max_lines if not background else None,
     )

@@ -50,6 +50,9 @@ class StreamView(NamedTuple):
     # The whole lines of a head (head_tail mode), and whether it ends inside the next.
     head_lines: int = 0
     head_cut_line: bool = False
+    # The most lines the client keeps of an answer, where it cuts by lines: the
+    # call that reads on asks for lines then, not bytes.
+    max_lines: int | None = None
 
     @property
     def shown_bytes(self) -> int:
@@ -181,9 +184,11 @@ def stream_view(
     truncated: bool,
     artifact_id: str | None,
     line_cap: int = DEFAULT_LINE_CAP,
+    max_lines: int | None = None,
 ) -> StreamView:
     """The view of a stream whose memory holds ``head`` (head_tail mode) and the
-    last ``tail`` bytes of ``total``, with ``newlines`` newlines in all."""
+    last ``tail`` bytes of ``total``, with ``newlines`` newlines in all; a tail
+    of at most ``max_lines`` lines where the client cuts by lines."""
     ends_nl = (tail or head).endswith(b"\n")
     total_lines = count_lines(newlines, total, ends_nl)
     if not truncated:
@@ -201,6 +206,9 @@ def stream_view(
     shown = tail[skip:]
     start += skip
     mid_line = skip == utf8_skip_partial(tail) and start > 0
+    if max_lines is not None and shown.count(b"\n") > max_lines:
+        cut = _after_newlines(shown, shown.count(b"\n") - max_lines)
+        shown, start, mid_line = shown[cut:], start + cut, False
     if artifact_id is not None and _looks_binary(shown):
         return _binary(total, total_lines, artifact_id)
     shown_lines = count_lines(shown.count(b"\n"), len(shown), ends_nl)
@@ -233,7 +241,16 @@ def stream_view(
         removed,
         clipped,
         head_lines=head[:head_end].count(b"\n"),
+        max_lines=max_lines,
     )
+
+
+def _after_newlines(data: bytes, n: int) -> int:
+    """The offset just after the ``n``-th newline of ``data``."""
+    pos = -1
+    for _ in range(n):
+        pos = data.index(b"\n", pos + 1)
+    return pos + 1
 
 
 def gap_line(head_end: int, start: int, artifact_id: str | None) -> str:

@@ -120,6 +120,16 @@ def tool_error(message: str) -> str:
     return f"Error: {text}"
 
 
+def redaction_summary(redactions: object) -> str | None:
+    """An artifact's ``source.redactions`` in the words of a stream's own account
+    (``3 secrets redacted (github_token, url_password)``), or None."""
+    if not isinstance(redactions, dict) or not int(redactions.get("count") or 0):
+        return None
+    n = int(redactions["count"])
+    noun = "secret" if n == 1 else "secrets"
+    return f"{n} {noun} redacted ({', '.join(sorted(redactions.get('rules') or {}))})"
+
+
 def redaction_note(redactions: object) -> str | None:
     """An artifact's ``source.redactions`` as people and models read it:
     ``3 secrets masked (github_token, url_password), 120 bytes; each * at its

@@ -32,6 +32,7 @@ CLIENT_NAMES = {
     "claude-code": "claude-code",
     "codex": "codex-mcp-client",
     "gemini": "gemini-cli-mcp-client",
+    "opencode": "opencode",
 }
 
 Steps = Generator[Action, str, None]
@@ -148,12 +149,15 @@ def test_an_overflowing_bash_reaches_the_model_whole_with_its_id_and_the_read_th
     first = _answer(received[0])
     budget = budget_for(CLIENT_NAMES[drive.harness.key])
     assert len(first.encode()) <= budget.answer_bytes
+    if budget.answer_lines is not None:  # (opencode cuts by lines too)
+        assert first.count("\n") < budget.answer_lines
     body, _, marker = first.rpartition("\n[output truncated")
     marker = "[output truncated" + marker
+    before = "lines" if budget.answer_lines is not None else "bytes"
     m = re.fullmatch(
         r"\[output truncated; full output: \S+; artifact (art_\w+); shown lines (\d+)-200000 "
         r"of 200000 \(bytes (\d+)-1288895 of 1288895\); not shown: lines 1-(\d+), bytes "
-        r"0-(\d+); read more: artifact_read (\{.*?\}) \(the bytes just before these\), or "
+        rf"0-(\d+); read more: artifact_read (\{{.*?\}}) \(the {before} just before these\), or "
         r"search: artifact_grep \{.*\}\]",
         marker,
     )
@@ -168,13 +172,20 @@ def test_an_overflowing_bash_reaches_the_model_whole_with_its_id_and_the_read_th
         text = _answer(answer)
         header, _, rest = text.partition("\n")
         shown, _, footer = rest.rpartition("\n")
-        span = re.search(r"bytes (\d+)-(\d+) of 1288895", header)
+        span = re.search(r"bytes (\d+)-(\d+)", header)
         assert span, header[:300]
         lo, hi = int(span.group(1)), int(span.group(2))
         if end is not None:
             assert hi == end  # the window just before the tail shown first
+        if re.match(r"\[art_\w+: lines ", header):
+            shown += "\n"  # (a line window shows each line without its newline)
         assert shown == SEQ[lo:hi].decode(), header[:300]
+        assert shown.count("\n") < (budget.answer_lines or len(shown) + 1)
         assert "the whole output is stored" in header
+        if end is None and budget.answer_lines is not None:
+            # Read on by lines from the window before the tail: the tail, to the end.
+            assert footer == "[end of output: you have seen up to its last byte]", footer
+            continue
         assert footer.startswith("[continue: artifact_read {"), footer[-300:]
 
 
@@ -295,6 +306,45 @@ def test_gemini_clis_own_shell_overflows_into_overspill_and_reads_on_through_its
     window = _answer(received[1])
     span = re.search(r"bytes (\d+)-(\d+) of 1288894", window.partition("\n")[0])
     assert span and int(span.group(1)) == 0
+
+
+def test_opencodes_own_bash_overflows_into_overspill_and_reads_on_through_its_tools(
+    harness_bin: Path, tmp_path: Path
+) -> None:
+    from tests.helpers import cli_env, run_cli
+
+    drive = Drive(HARNESSES["opencode"], tmp_path)
+
+    def steps() -> Steps:
+        # "=bash": opencode's own shell (overspill's MCP one is ``bash`` too).
+        text = yield ToolCall("=bash", {"command": "seq 1 200000", "description": "count"})
+        calls = find_calls(text.rstrip().split("\n")[-1])
+        if calls:
+            yield ToolCall(*calls[0])
+
+    received = drive(steps, shell=True, env={"OVERSPILL_LOCAL_SERVER_IDLE_S": "2"})
+    first = received[0]
+    # overspill's view in place of opencode's (whose file is stored and gone).
+    assert "Full output saved to" not in first
+    assert first.count("\n") < 1_800 and len(first.encode()) < 46_080  # 90% of its cut
+    m = re.search(
+        r"\[output truncated; full output: artifact (art_\w+); shown lines (\d+)-200000 of "
+        r"200000 \(bytes (\d+)-1288895 of 1288895\)",
+        first,
+    )
+    assert m, first[-800:]
+    art, start = m.group(1), int(m.group(3))
+    assert first.split("\n[output truncated")[0] == SEQ[start:].decode()
+    env = cli_env(OVERSPILL_HOME=drive.store)
+    meta = json.loads(run_cli(env, "info", art, "--json").stdout)
+    assert (meta["size_bytes"], meta["state"]) == (1_288_895, "complete")
+    assert meta["source"]["command"] == "seq 1 200000"
+    assert run_cli(env, "cat", art).stdout == SEQ
+    outputs = drive.home / ".local" / "share" / "opencode" / "tool-output"
+    assert not outputs.exists() or not any(outputs.iterdir())
+    window = _answer(received[1])  # the lines just before the tail, by lines
+    span = re.search(r"bytes (\d+)-(\d+)", window.partition("\n")[0])
+    assert span and int(span.group(2)) == start
 
 
 CODEX_SHELLS = {"shell", "shell_command", "exec_command", "local_shell", "write_stdin"}

@@ -382,3 +382,20 @@ def test_installing_codex_gives_back_the_shell_an_earlier_release_turned_off(
     written = tomllib.loads(config.read_text())
     assert written["features"] == {"plugins": False} and "overspill" in written["mcp_servers"]
     _uninstall_gives_back(tmp_path, "codex", config, mine)
+
+
+def test_opencode_shell_adds_its_plugin_and_uninstall_takes_it_out(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    assert _overspill(env, "install", "opencode", "--shell")[0] == 0
+    plugin = tmp_path / ".config/opencode/plugin/overspill.js"
+    text = plugin.read_text()
+    assert text.startswith("// overspill: ") and '"tool.execute.after"' in text
+    assert f'"OVERSPILL_HOME": "{tmp_path / "store"}"' in text
+    assert _overspill(env, "install", "opencode", "--shell")[0] == 0
+    assert plugin.read_text() == text
+    assert _overspill(env, "uninstall", "opencode")[0] == 0
+    assert not plugin.exists()
+    # A plugin file of the person's own by that name is left alone.
+    plugin.write_text("export const Mine = async () => ({})\n")
+    code, _, err = _overspill(env, "install", "opencode", "--shell")
+    assert code != 0 and "not overspill's" in err

@@ -23,11 +23,19 @@ from .tools.schemas import BASH_DEFINITIONS
 
 class BashTools:
     """``stdout_window``: the tail a foreground ``bash`` keeps of stdout, when the
-    client's answer budget needs less than the executor's configured window."""
+    client's answer budget needs less than the executor's configured window;
+    ``max_lines``: the lines both tails may show, for a client that cuts by lines."""
 
-    def __init__(self, executor: Executor, *, stdout_window: int | None = None) -> None:
+    def __init__(
+        self,
+        executor: Executor,
+        *,
+        stdout_window: int | None = None,
+        max_lines: int | None = None,
+    ) -> None:
         self._executor = executor
         self._stdout_window = stdout_window
+        self._max_lines = max_lines
         self._jobs: dict[str, BackgroundJob] = {}
         self._numbers = itertools.count(1)
         self._lock = threading.Lock()
@@ -50,6 +58,7 @@ class BashTools:
             timeout_ms=a.get("timeout_ms"),
             workdir=a.get("workdir"),
             max_output_bytes=self._stdout_window,
+            max_lines=self._max_lines,
         )
         if a.get("background"):
             job = self._executor.start(request)

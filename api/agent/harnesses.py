@@ -26,6 +26,8 @@ MARKERS_RESERVE = 200
 """The ``[stderr]`` heading and the status markers that end a result."""
 ANSWER_RESERVE = 2_000
 """What an artifact tool's answer adds to its content (header, footer, call)."""
+LINES_RESERVE = 20
+"""Lines an answer adds to what it shows (headers, markers, failure quotes)."""
 
 
 class Harness(NamedTuple):
@@ -33,6 +35,7 @@ class Harness(NamedTuple):
     client_names: tuple[str, ...]  # clientInfo.name at the MCP handshake
     cut_chars: int | None  # where it cuts a tool answer; None: not below our own bound
     note: str
+    cut_lines: int | None = None  # ... and past how many lines, where it counts them
 
 
 HARNESSES = (
@@ -58,6 +61,14 @@ HARNESSES = (
         "keeps the first 8,000 and last 32,000 characters of an answer over 40,000 and "
         "spills the whole to a temp file",
     ),
+    Harness(
+        "opencode",
+        ("opencode",),
+        51_200,
+        "cuts any tool's answer past 2,000 lines or 51,200 bytes and keeps the whole in a "
+        "file of its own (its Truncate: MAX_LINES, MAX_BYTES)",
+        cut_lines=2_000,
+    ),
 )
 
 DEFAULT_ANSWER_BYTES = 2 * (64_000 + STREAM_RESERVE) + MARKERS_RESERVE
@@ -76,6 +87,17 @@ class Budget(NamedTuple):
 
     answer_bytes: int
     harness: str | None = None
+    answer_lines: int | None = None  # a client that also cuts by lines (opencode)
+
+    @property
+    def read_lines(self) -> int | None:
+        """The lines of one artifact tool answer's content, where lines are cut."""
+        return None if self.answer_lines is None else max(10, self.answer_lines - LINES_RESERVE)
+
+    @property
+    def bash_lines(self) -> int | None:
+        """The lines of both stream tails of a ``bash`` answer, where lines are cut."""
+        return None if self.answer_lines is None else max(10, self.answer_lines - LINES_RESERVE)
 
     @property
     def read_bytes(self) -> int:
@@ -132,10 +154,11 @@ def budget_for(client_name: str | None, configured: int | None = None) -> Budget
     else under the cut of the harness that named itself, else the default."""
     harness = harness_of(client_name)
     key = harness.key if harness else None
+    lines = harness.cut_lines * 9 // 10 if harness and harness.cut_lines else None
     if configured is not None:
-        return Budget(configured, key)
+        return Budget(configured, key, lines)
     if harness is not None and harness.cut_chars is not None:
         # Bytes, not characters: a UTF-8 answer of N bytes has at most N characters.
         # 10% below the cut leaves room for the harness's own wrapping.
-        return Budget(harness.cut_chars * 9 // 10, key)
-    return Budget(DEFAULT_ANSWER_BYTES, key)
+        return Budget(harness.cut_chars * 9 // 10, key, lines)
+    return Budget(DEFAULT_ANSWER_BYTES, key, lines)

@@ -141,3 +141,101 @@ def _gathered(chunks: Iterator[bytes], size: int = 1 << 20) -> Iterator[bytes]:
             buf.clear()
     if buf:
         yield bytes(buf)
+
+
+def opencode_after_bash(event: dict[str, Any], calls: ApiCalls) -> dict[str, Any] | None:
+    """The answer to opencode's ``tool.execute.after`` of a bash call whose output
+    it cut (its plugin hands over the event: the path of the file where opencode
+    kept the whole output, the command, how it ended, what opencode showed).
+
+    The file is stored as an artifact and deleted (it is the temp file overspill
+    replaces); the answer is the view the model reads instead of opencode's: the
+    tail, as stored (masked), within what opencode showed, and the truncation line
+    with the artifact's id and the calls that read on. None: leave opencode's."""
+    import os
+
+    path = event.get("output_path")
+    if not isinstance(path, str) or not os.path.isabs(path):
+        return None
+    from ..client.files import store_file
+
+    command = event.get("command")
+    source: dict[str, Any] = {"tool": "bash", "stream": "stdout", "harness": "opencode"}
+    if isinstance(command, str):
+        source["command"] = command
+    for key, field in (("cwd", "cwd"), ("exit_code", "exit_code")):
+        if event.get(key) is not None:
+            source[field] = event[key]
+    session = event.get("session_id")
+    shown = event.get("shown")
+    if isinstance(shown, str) and not _written(path, _opencode_tail(shown)):
+        return None  # the file never caught up with what opencode showed: leave both
+    stored = store_file(
+        calls,
+        path,
+        remove=True,
+        name="bash stdout",
+        session_id=session if isinstance(session, str) else None,
+        source=source,
+    )
+    from .harnesses import budget_for
+
+    budget = budget_for("opencode")  # the cut of every tool answer, its own bash's too
+    window = len(shown.encode()) if isinstance(shown, str) else budget.read_bytes
+    view = tail_view(calls, stored, min(window, budget.read_bytes), budget.read_lines)
+    return {"output": view}
+
+
+def _opencode_tail(shown: str) -> bytes:
+    """The end of the output in opencode's own view of it (after its notice)."""
+    marker = "\n\nFull output saved to: "
+    at = shown.find(marker)
+    rest = shown[shown.find("\n\n", at + len(marker)) + 2 :] if at >= 0 else shown
+    return rest.encode()[-4096:]
+
+
+def _written(path: str, end: bytes, wait_s: float = 10.0) -> bool:
+    """Whether the file ends with ``end`` yet. opencode starts the hook while the
+    file it keeps an output in may still be being written (seen: 720,896 of
+    1,288,895 bytes), so it is given a few seconds to catch up."""
+    import os
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            with open(path, "rb") as f:
+                f.seek(max(0, os.fstat(f.fileno()).st_size - len(end)))
+                if f.read() == end:
+                    return True
+        except OSError:
+            return False
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+
+
+def tail_view(
+    calls: ApiCalls, info: dict[str, Any], window: int, max_lines: int | None = None
+) -> str:
+    """A stored output as ``overspill run`` shows a stream that overflowed: the
+    last ``window`` bytes (at most ``max_lines`` lines) from a line start, then
+    the truncation line."""
+    from overspill.shell.render import truncation_line
+    from overspill.shell.results import ArtifactRef, CollectedOutput
+    from overspill.shell.view import stream_view
+    from overspill.shell.wording import redaction_summary
+
+    size = int(info["size_bytes"])
+    start = max(0, size - window)
+    tail = b"".join(calls.content(info["id"], start, size))
+    total = int(info.get("total_bytes") or size)
+    lines = int(info.get("line_count") or 0)
+    newlines = lines - (0 if tail.endswith(b"\n") or not lines else 1)
+    view = stream_view(
+        b"", tail, size, newlines, truncated=True, artifact_id=info["id"], max_lines=max_lines
+    )
+    art = ArtifactRef(info["id"], info["state"], size, total, info.get("sha256"))
+    masked = redaction_summary((info.get("source") or {}).get("redactions"))
+    out = CollectedOutput("", True, total, art, redacted=masked)
+    return f"{view.text}\n{truncation_line(out, view, 'artifact')}"

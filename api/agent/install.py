@@ -37,7 +37,7 @@ from .jsonc import ConfigError, JsoncDocument
 CLIENTS = ("claude-code", "codex", "gemini", "opencode", "cursor", "goose")
 NAME = "overspill"
 HOOK_MARKS = ("hook claude-code", "hook gemini")
-SHELL_CLIENTS = ("claude-code", "gemini")  # whose own shell --shell routes
+SHELL_CLIENTS = ("claude-code", "gemini", "opencode")  # whose own shell --shell routes
 CODEX_SHELL_SWITCH = ["features", "shell_tool"]
 BACKUP_SUFFIX = ".overspill-backup"
 
@@ -68,7 +68,7 @@ class Options:
 class Edit:
     path: Path
     before: str | None  # None: the file does not exist yet
-    after: str
+    after: str | None  # None: the file goes (a plugin file of ours, at uninstall)
 
     @property
     def changes(self) -> bool:
@@ -76,11 +76,14 @@ class Edit:
 
     def diff(self) -> str:
         before = (self.before or "").splitlines(keepends=True)
-        after = self.after.splitlines(keepends=True)
+        after = (self.after or "").splitlines(keepends=True)
         name = str(self.path)
         return "".join(
             difflib.unified_diff(
-                before, after, f"{name} (now)" if self.before is not None else "/dev/null", name
+                before,
+                after,
+                f"{name} (now)" if self.before is not None else "/dev/null",
+                name if self.after is not None else "/dev/null",
             )
         )
 
@@ -254,6 +257,60 @@ def _codex_shell_back(doc: ConfigDocument) -> None:
             doc.delete(CODEX_SHELL_SWITCH[:-1])
 
 
+OPENCODE_PLUGIN = """\
+// overspill: opencode's own bash into overspill's store. Written by `overspill
+// install opencode --shell`, taken out by `overspill uninstall opencode`.
+// When opencode cuts a bash call's output, it keeps the whole of it in a file of
+// its own; this hands that file to overspill, which stores it as an artifact
+// (and removes the file), and the model reads overspill's view instead: the tail
+// and the exact calls that read the rest. The command itself is never touched.
+import {{ spawnSync }} from "node:child_process";
+
+const OVERSPILL = {program};
+const ENV = {env};
+
+export const Overspill = async ({{ directory }}) => ({{
+  "tool.execute.after": async (input, output) => {{
+    const meta = output.metadata || {{}};
+    if (input.tool !== "bash" || !meta.truncated || !meta.outputPath) return;
+    const event = {{
+      session_id: input.sessionID,
+      command: input.args?.command,
+      cwd: directory,
+      exit_code: meta.exit ?? null,
+      output_path: meta.outputPath,
+      shown: output.output,
+    }};
+    const done = spawnSync(OVERSPILL, ["hook", "opencode"], {{
+      input: JSON.stringify(event),
+      env: {{ ...process.env, ...ENV }},
+      encoding: "utf8",
+      timeout: 600000,
+    }});
+    if (done.status !== 0 || !done.stdout) return; // opencode's own view stays
+    try {{
+      const answer = JSON.parse(done.stdout);
+      if (typeof answer.output === "string") output.output = answer.output;
+    }} catch {{}}
+  }},
+}});
+"""
+
+
+def opencode_plugin_path(o: Options) -> Path:
+    base = o.cwd / ".opencode" if o.project else o.user_home / ".config" / "opencode"
+    return base / "plugin" / "overspill.js"
+
+
+def opencode_plugin(o: Options) -> str:
+    """The plugin file, naming this ``overspill`` and the store's variables."""
+    import json
+
+    env = {k: v for k, v in sorted(server_env(o).items()) if k in SESSION_ENV}
+    program = json.dumps(overspill_argv()[0])
+    return OPENCODE_PLUGIN.format(program=program, env=json.dumps(env))
+
+
 def _claude_settings(o: Options, text: str | None, name: str, remove: bool) -> str:
     """Claude Code's settings with overspill's shell prefix and hooks in (or out):
     the prefix in ``env`` beside the store's variables, the hand-off hook on
@@ -342,6 +399,16 @@ def plan(o: Options, *, remove: bool = False) -> list[Edit]:
         edits.append(Edit(settings, text, _claude_settings(o, text, str(settings), remove)))
         if text is None and remove:
             edits.pop()
+    if o.client == "opencode" and (o.shell or remove):
+        plugin = opencode_plugin_path(o)
+        before = _read(plugin)
+        ours = before is None or before.startswith("// overspill: ")
+        if not ours:
+            raise ConfigError(f"{plugin} exists and is not overspill's; it was left as it was")
+        if not remove:
+            edits.append(Edit(plugin, before, opencode_plugin(o)))
+        elif before is not None:
+            edits.append(Edit(plugin, before, None))
     if o.client == "gemini" and o.project and not remove:
         # Gemini CLI reads a project's settings only in a folder the person trusts.
         trusted = o.user_home / ".gemini" / "trustedFolders.json"
@@ -365,6 +432,10 @@ def apply(edits: list[Edit]) -> list[Path]:
             backup = edit.path.with_name(edit.path.name + BACKUP_SUFFIX)
             backup.write_text(edit.before)
             os.chmod(backup, mode)
+        if edit.after is None:
+            edit.path.unlink()
+            written.append(edit.path)
+            continue
         tmp = edit.path.with_name(f".{edit.path.name}.overspill-{os.getpid()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
         with os.fdopen(fd, "w") as f:

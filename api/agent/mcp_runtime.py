@@ -63,13 +63,18 @@ class Runtime:
             sink = StoreSink(store, agent, session_id=session, max_bytes=shell.stream_max_bytes)
         saver = saver_for(backend, shell, session_id=session, redaction=redaction)
         self.tools = ArtifactTools(
-            backend, max_chars=budget.read_bytes, session_id=session, saver=saver
+            backend,
+            max_chars=budget.read_bytes,
+            max_lines=budget.read_lines,
+            session_id=session,
+            saver=saver,
         )
         windows = budget.stream_windows(shell.max_output_bytes)
         shell = shell.replace(max_output_bytes=windows.stderr, redact=redaction.enabled)
         self.bash = BashTools(
             Executor(shell, sink),
             stdout_window=windows.stdout,
+            max_lines=budget.bash_lines,
         )
 
     def call(self, name: str, arguments: object, abort: threading.Event) -> ToolResult:

@@ -29,12 +29,12 @@ from overspill.artifacts.errors import OverspillError
 from overspill.artifacts.units import format_bytes
 
 from ..client.calls import ApiCalls
+from ..client.files import chunks, not_safe_to_remove
 from ..client.wire import WireClient
 from .context import EXIT_ERROR, CliContext, CliError
 from .leftovers import SOURCES, Leftover, Skipped, find
 from .progress import Progress, add_quiet
 
-_CHUNK = 1024 * 1024
 _WORKERS = 4
 
 
@@ -192,7 +192,7 @@ def _adopt(
         if (st.st_dev, st.st_ino) != (leftover.device, leftover.inode):
             api.delete(info["id"])
             raise CliError("replaced while being adopted; left alone")
-        stored = api.upload(info["id"], _chunks(f, digest, progress))
+        stored = api.upload(info["id"], chunks(f, digest, progress.advance))
     row: dict[str, Any] = {
         "id": stored["id"],
         "path": leftover.path,
@@ -201,7 +201,7 @@ def _adopt(
         "removed": False,
     }
     if remove:
-        why = _not_safe_to_remove(stored, digest.hexdigest(), leftover)
+        why = not_safe_to_remove(stored, digest.hexdigest(), leftover.path, st)
         if why:
             row["kept"] = why
         else:
@@ -218,33 +218,3 @@ def _held_by(api: ApiCalls, leftover: Leftover) -> str | None:
     page = api.list({"spill_path": leftover.path, "include_gone": True, "limit": 1})
     items = page.get("items") or []
     return str(items[0]["id"]) if items else None
-
-
-def _chunks(f: Any, digest: Any, progress: Progress) -> Iterator[bytes]:
-    while chunk := f.read(_CHUNK):
-        digest.update(chunk)
-        progress.advance(len(chunk))
-        yield chunk
-
-
-def _not_safe_to_remove(stored: dict[str, Any], sha: str, leftover: Leftover) -> str | None:
-    """Why the original must stay (None: its bytes are stored and it is unchanged)."""
-    if stored["state"] != "complete":
-        return f"stored as {stored['state']}"
-    if stored["size_bytes"] != leftover.size:
-        return f"stored {stored['size_bytes']} of {leftover.size} bytes"
-    masked = (stored.get("source") or {}).get("redactions") or {}
-    if stored.get("sha256") != sha and not masked.get("count"):
-        return "the stored bytes differ from the file's"
-    try:
-        now = os.lstat(leftover.path)
-    except OSError:
-        return "gone before it could be removed"
-    if (now.st_dev, now.st_ino, now.st_size, now.st_mtime) != (
-        leftover.device,
-        leftover.inode,
-        leftover.size,
-        leftover.mtime,
-    ):
-        return "changed while being adopted"
-    return None

@@ -19,7 +19,7 @@ from typing import Any
 from .context import EXIT_ERROR, CliContext, CliError
 
 CLIENTS = ("claude-code", "codex", "gemini", "opencode", "cursor", "goose")
-SHELL_CLIENTS = ("claude-code", "gemini")  # whose own shell --shell routes into the store
+SHELL_CLIENTS = ("claude-code", "gemini", "opencode")  # whose own shell --shell routes
 NO_SHELL = {
     "codex": "Codex offers no way to route its own shell into overspill that keeps its "
     "sandbox and approval rules: the command a PreToolUse hook rewrites is the one its "
@@ -68,7 +68,7 @@ def register(sub: Any) -> None:
 
     hook = sub.add_parser("hook", help="a harness's hook (run by the harness)")
     hook.add_argument(
-        "client", choices=["claude-code", "gemini"], help="the harness running the hook"
+        "client", choices=["claude-code", "gemini", "opencode"], help="the harness running the hook"
     )
     hook.set_defaults(func=cmd_hook)
 
@@ -172,6 +172,11 @@ def cmd_hook(ctx: CliContext, args: argparse.Namespace) -> int:
 def _hook_answer(ctx: CliContext, client: str) -> dict[str, Any] | None:
     from ..client.calls import ApiCalls
 
+    if client == "opencode":
+        from overspill.api.agent.hooks import opencode_after_bash
+
+        event = json.loads(sys.stdin.read(1 << 20) or "{}")
+        return opencode_after_bash(event if isinstance(event, dict) else {}, ApiCalls(ctx.client()))
     if client == "gemini":
         import io
 

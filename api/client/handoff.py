@@ -26,7 +26,6 @@ import json
 import os
 import stat
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,11 +33,12 @@ from overspill.artifacts.errors import OverspillError, StorageUnavailable
 from overspill.artifacts.ids import check_artifact_id, new_artifact_id
 from overspill.shell.results import ArtifactRef
 
+from .files import chunks
+
 if TYPE_CHECKING:
     from .calls import ApiCalls
 
 MANIFEST_MAX = 1 << 20  # a hand-off's description is small; anything bigger is not ours
-_CHUNK = 1 << 20
 
 
 def handoff_root(tmpdir: str) -> Path:
@@ -187,15 +187,10 @@ def _store(manifest: Path, data: Path, calls: ApiCalls) -> None:
         session_id=meta.get("session_id"),
         source=source,
     )
-    stored = calls.upload(artifact_id, _chunks(data), complete=False)
+    fd = os.open(data, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as f:
+        stored = calls.upload(artifact_id, chunks(f, hashlib.sha256()), complete=False)
     size = int(stored.get("size_bytes", 0))
     final = calls.complete(artifact_id, total_bytes=max(size, int(meta.get("total_bytes") or 0)))
     if meta.get("sha256") and final.get("sha256") not in (None, meta["sha256"]):
         raise ValueError(f"{artifact_id} was stored with other bytes than the command printed")
-
-
-def _chunks(path: Path) -> Iterator[bytes]:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    with os.fdopen(fd, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            yield chunk

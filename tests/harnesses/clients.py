@@ -178,6 +178,29 @@ wire_api = "responses"
 env_key = "STAND_IN_API_KEY"
 """
             )
+        elif self.key == "opencode":
+            # The stand-in as its OpenAI provider (the Responses API, as for Codex).
+            config = home / ".config" / "opencode"
+            config.mkdir(parents=True)
+            settings = {
+                "$schema": "https://opencode.ai/config.json",
+                "provider": {
+                    "openai": {
+                        "options": {"baseURL": f"{model_url}/v1", "apiKey": "sk-stand-in"},
+                        "models": {"gpt-5.5": {"name": "gpt-5.5"}},
+                    }
+                },
+                "model": "openai/gpt-5.5",
+                "small_model": "openai/gpt-5.5",
+                "autoupdate": False,
+                "share": "disabled",
+            }
+            (config / "opencode.json").write_text(json.dumps(settings, indent=2))
+            # It installs its plugin SDK into its config folder at start, from the
+            # npm registry: a closed port on loopback instead (it goes on without).
+            (home / ".npmrc").write_text(
+                "registry=http://127.0.0.1:9/\nfetch-retries=0\nfetch-timeout=1000\n"
+            )
         elif self.key == "gemini":
             gemini = home / ".gemini"
             gemini.mkdir()
@@ -226,6 +249,19 @@ env_key = "STAND_IN_API_KEY"
             }
         if self.key == "codex":
             return {**base, "CODEX_HOME": str(home / ".codex"), "STAND_IN_API_KEY": "stand-in"}
+        if self.key == "opencode":
+            # (models.dev, its model catalogue, is fetched at start: refused here, and
+            # the configured model needs none of it.)
+            off = (
+                "AUTOUPDATE",
+                "MODELS_FETCH",
+                "DEFAULT_PLUGINS",  # fetched from npm at start
+                "SHARE",
+                "LSP_DOWNLOAD",
+                "CLAUDE_CODE",
+                "EXTERNAL_SKILLS",
+            )
+            return {**base, **{f"OPENCODE_DISABLE_{name}": "1" for name in off}}
         return {**base, "GEMINI_API_KEY": "stand-in", "GOOGLE_GEMINI_BASE_URL": model_url}
 
     def argv(self, bin_dir: Path, prompt: str, flags: Sequence[str] | None = None) -> list[str]:
@@ -235,6 +271,8 @@ env_key = "STAND_IN_API_KEY"
             return [exe, "-p", prompt, *chosen, "--output-format", "json"]
         if self.key == "codex":
             return [exe, "exec", "--skip-git-repo-check", prompt]
+        if self.key == "opencode":
+            return [exe, "run", prompt]
         return [exe, "-p", prompt, "--yolo"]
 
     def run(
@@ -303,4 +341,5 @@ HARNESSES = {
     "claude-code": Harness("claude-code", "anthropic", "claude"),
     "codex": Harness("codex", "openai", "codex"),
     "gemini": Harness("gemini", "gemini", "gemini"),
+    "opencode": Harness("opencode", "openai", "opencode"),
 }

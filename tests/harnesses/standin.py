@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import json
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -285,7 +286,15 @@ class StandIn:
                 "status": "completed",
                 "content": [{"type": "output_text", "text": action.text, "annotations": []}],
             }
-        response = {"id": f"resp_{n}", "object": "response", "status": "in_progress", "output": []}
+        # (created_at and model: the AI SDK, opencode's client, requires them.)
+        response = {
+            "id": f"resp_{n}",
+            "object": "response",
+            "created_at": int(time.time()),
+            "model": "stand-in",
+            "status": "in_progress",
+            "output": [],
+        }
         usage = {
             "input_tokens": 100,
             "input_tokens_details": {"cached_tokens": 0},
@@ -294,12 +303,43 @@ class StandIn:
             "total_tokens": 110,
         }
         done = dict(response, status="completed", output=[item], usage=usage)
-        events = [
+        events: list[tuple[str | None, Any]] = [
             ("response.created", {"type": "response.created", "response": response}),
-            (
-                "response.output_item.added",
-                {"type": "response.output_item.added", "output_index": 0, "item": item},
-            ),
+        ]
+        if item["type"] == "function_call":
+            # As the provider streams one: the item opened with no arguments, then
+            # the arguments (opencode's client reads them from these events only).
+            events.append(
+                (
+                    "response.output_item.added",
+                    {
+                        "type": "response.output_item.added",
+                        "output_index": 0,
+                        "item": {**item, "arguments": "", "status": "in_progress"},
+                    },
+                )
+            )
+            for kind, field in (("delta", "delta"), ("done", "arguments")):
+                name = f"response.function_call_arguments.{kind}"
+                events.append(
+                    (
+                        name,
+                        {
+                            "type": name,
+                            "output_index": 0,
+                            "item_id": item["id"],
+                            field: item["arguments"],
+                        },
+                    )
+                )
+        else:
+            events.append(
+                (
+                    "response.output_item.added",
+                    {"type": "response.output_item.added", "output_index": 0, "item": item},
+                )
+            )
+        events += [
             (
                 "response.output_item.done",
                 {"type": "response.output_item.done", "output_index": 0, "item": item},
@@ -362,7 +402,7 @@ class StandIn:
 # -- what the model received, per dialect -----------------------------------------------
 
 
-SHELL_TOOLS = {"Bash", "run_shell_command", "exec_command", "shell"}
+SHELL_TOOLS = {"Bash", "bash", "run_shell_command", "exec_command", "shell"}
 """The harnesses' own shells: a conversation that offers one is the main one
 even where overspill is not installed (a run compared with one where it is)."""
 
@@ -376,11 +416,19 @@ def _is_main(tools: list[str]) -> bool:
 
 
 def _served_name(tools: list[str], tool: str) -> str:
-    """The harness's name for one of overspill's tools (``mcp__overspill__bash``...)."""
+    """The harness's name for one of overspill's tools (``mcp__overspill__bash``...);
+    ``=NAME`` is the harness's own tool of that name (opencode's own shell is
+    ``bash``, as overspill's is)."""
+    if tool.startswith("="):
+        if tool[1:] not in tools:
+            raise LookupError(f"the harness offers no {tool[1:]!r} tool: {tools}")
+        return tool[1:]
+    ours = [t for t in tools if t.endswith(tool) and "overspill" in t]
+    if ours:
+        return min(ours, key=len)
     exact = [t for t in tools if t == tool]
     if exact:
         return exact[0]
-    ours = [t for t in tools if t.endswith(tool) and "overspill" in t]
     if not ours:
         ours = [t for t in tools if t.endswith("_" + tool)]
     if not ours:

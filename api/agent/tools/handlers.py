@@ -127,11 +127,14 @@ class ArtifactTools:
         backend: StoreClient,
         *,
         max_chars: int = DEFAULT_CHARS,
+        max_lines: int | None = None,
         session_id: str | None = None,
         saver: Any = None,
     ) -> None:
         self._backend = backend
         self._max = min(max_chars, MAX_CHARS)
+        # Where the client cuts answers by lines too (opencode), none shows more.
+        self._max_lines = max_lines
         self._session = session_id
         self._saver = saver
         self._schemas = {d["name"]: d["input_schema"] for d in self.definitions()}
@@ -192,6 +195,13 @@ class ArtifactTools:
     def _bytes(self, a: dict[str, Any], offset: int, limit: int | None) -> ToolResult:
         art = a["id"]
         w = self._backend.text(art, offset=offset, limit=min(limit or self._max, self._max))
+        cap = self._max_lines
+        while cap is not None and w.text.count("\n") > cap and w.next_offset > w.offset + 1:
+            # Fewer bytes, so that the window holds no more lines than the client keeps.
+            kept = len("\n".join(w.text.split("\n")[:cap]).encode()) + 1
+            w = self._backend.text(
+                art, offset=offset, limit=min(kept, w.next_offset - w.offset - 1)
+            )
         lines = line_span(w.first_line, w.last_line, w.text, w.next_offset, w.size_bytes)
         split = (
             f"; it starts inside a character: its first {count(w.split_start, 'byte')} "
@@ -213,6 +223,8 @@ class ArtifactTools:
         art = a["id"]
         info = self._backend.get(art)
         room = max(16, self._max // _HEX_ROW * 16)
+        if self._max_lines is not None:
+            room = min(room, max(16, self._max_lines * 16))
         size = info.size_bytes
         start = min(offset, size)
         end = min(size, start + min(limit or room, room))
@@ -235,6 +247,8 @@ class ArtifactTools:
     def _lines(self, a: dict[str, Any]) -> ToolResult:
         art, start = a["id"], a["start_line"]
         count = a.get("line_count", 200)
+        if self._max_lines is not None:
+            count = min(count, self._max_lines)
         w = self._backend.lines(art, LineQuery(start=start, count=count, max_bytes=self._max + 1))
         if not w.lines:
             head = f"[{art}: there is no line {start}; the stored bytes hold {w.line_count} lines; {coverage_of(w)}]"
@@ -285,10 +299,14 @@ class ArtifactTools:
 
     def _tail(self, a: dict[str, Any]) -> ToolResult:
         art = a["id"]
+        cap = self._max_lines
         if "tail_bytes" in a:
             t = self._backend.tail(art, TailQuery(bytes=a["tail_bytes"], max_bytes=self._max))
+            if cap is not None and t.text.count("\n") > cap:  # the client keeps fewer lines
+                t = self._backend.tail(art, TailQuery(lines=cap, max_bytes=self._max))
         else:
-            t = self._backend.tail(art, TailQuery(lines=a["tail_lines"], max_bytes=self._max))
+            lines = a["tail_lines"] if cap is None else min(a["tail_lines"], cap)
+            t = self._backend.tail(art, TailQuery(lines=lines, max_bytes=self._max))
         size = t.size_bytes
         if t.first_line is None and t.offset > 0:
             lines = f", the end of line {t.line}" + (
@@ -304,9 +322,10 @@ class ArtifactTools:
         whole = t.last_line - (t.line if t.first_line is None else t.line - 1)
         if "tail_lines" in a and t.offset > 0 and whole < a["tail_lines"]:
             fit = count(max(0, whole), "whole line")
-            fewer = (
-                f" (fewer than the {a['tail_lines']} lines asked: {fit} fit in {self._max} bytes)"
-            )
+            within = f"{self._max} bytes"
+            if cap is not None and whole >= cap:
+                within = f"the {cap} lines one answer of this client holds"
+            fewer = f" (fewer than the {a['tail_lines']} lines asked: {fit} fit in {within})"
         head = f"[{art}: the last {size - t.offset} bytes (bytes {t.offset}-{size} of {size} stored{lines}){fewer}; {coverage_of(t)}]"
         if t.offset > 0:
             earlier = call("artifact_read", id=art, offset=0)
@@ -337,14 +356,19 @@ class ArtifactTools:
         groups: Groups[Line] = Groups(lambda ln: ln.number, context=context)
         spans = {m.line.number: (m.spans[0] if m.spans else None) for m in res.matches}
         out: list[str] = []
-        used = shown = 0
+        used = shown = rows = 0
+        cap = self._max_lines
         for m in res.matches:
             text = _grep_rows(art, groups.peek(m.line, m.before), spans)
-            if shown and used + len(text.encode()) > self._max:
+            more = text.count("\n") + len(m.after)
+            if shown and (
+                used + len(text.encode()) > self._max or (cap is not None and rows + more > cap)
+            ):
                 break
             groups.take(m.line, m.before, m.after)
             out.append(text)
             used += len(text.encode())
+            rows += more
             shown += 1
         cut = shown < len(res.matches)
         out.append(
