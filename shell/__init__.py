@@ -19,8 +19,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .background import BackgroundJob
     from .config import ShellSettings
-    from .executor import BackgroundJob, Executor
+    from .executor import Executor
     from .process import SpawnError
     from .render import parse_exit_status
     from .results import ArtifactRef, CollectedOutput, ExecResult
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "ShellSettings": "overspill.shell.config",
-    "BackgroundJob": "overspill.shell.executor",
+    "BackgroundJob": "overspill.shell.background",
     "Executor": "overspill.shell.executor",
     "SpawnError": "overspill.shell.process",
     "parse_exit_status": "overspill.shell.render",

@@ -15,21 +15,20 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from overspill.artifacts.utf8 import utf8_skip_partial
-
 from .capture import Echo, OutputCollector
 from .config import DEFAULT_FAILURE_PATTERNS, ShellSettings
 from .environment import child_environment, known_secrets
 from .process import INHERIT, ProcessTree, Pump, signal_name, spawn
 from .redact import RuleSet, StreamRedactor, redact_once
 from .redact.policy import Redaction
-from .results import BackgroundRead, CollectedOutput, ExecResult
+from .results import CollectedOutput, ExecResult
 from .spec import ExecRequest, ExecSpec, resolve
 
 # The failure scan, the rendering and the legacy files are imported where first
 # used: a command that prints a few lines needs none of them but the text, and
 # a harness's shell pays every import once per command.
 if TYPE_CHECKING:
+    from .background import BackgroundJob
     from .failures import FailureMatcher
     from .sink import OutputSink
     from .spill import SpillFile
@@ -136,6 +135,8 @@ class Executor:
 
     def start(self, request: ExecRequest) -> BackgroundJob:
         spec = resolve(request, self.settings, background=True)
+        from .background import BackgroundJob
+
         return BackgroundJob(_Job(spec, self, {}))
 
     # -- shared pieces ----------------------------------------------------------------
@@ -334,70 +335,3 @@ class _Job:
         return collector.view(
             art.id if art is not None and stored else None, self.settings.shown_line_bytes
         )
-
-
-class BackgroundJob:
-    """A running command. Reads are consuming; output stays readable after exit."""
-
-    def __init__(self, job: _Job) -> None:
-        self._job = job
-        self._offsets = [0, 0]
-        self._read_lock = threading.Lock()
-        self._waiter = threading.Thread(target=job.finish, name="bg-finish", daemon=True)
-        self._waiter.start()
-
-    @property
-    def run_id(self) -> str:
-        return self._job.run_id
-
-    @property
-    def running(self) -> bool:
-        return self._job.tree.popen.poll() is None
-
-    def read_output(self) -> BackgroundRead:
-        job = self._job
-        with self._read_lock:
-            running = self.running
-            deltas = [
-                job.stdout.read_from(self._offsets[0]),
-                job.stderr.read_from(self._offsets[1]),
-            ]
-            self._offsets = [deltas[0].next_offset, deltas[1].next_offset]
-        texts = []
-        for d in deltas:
-            data = d.data[utf8_skip_partial(d.data) :] if d.lossy else d.data
-            texts.append(data.decode("utf-8", errors="replace"))
-        from .render import dropped_line, join_streams
-
-        body = join_streams(texts[0], texts[1])
-        lossy = any(d.lossy for d in deltas)
-        if lossy:
-            missing = []
-            paths = []
-            for coll, d in zip((job.stdout, job.stderr), deltas, strict=True):
-                if d.missing is not None:
-                    missing.append((coll.stream, d.missing, coll.artifact_id, coll.storage_error))
-                if coll.spill_path:
-                    paths.append(coll.spill_path)
-            body = (body + "\n" if body and not body.endswith("\n") else body) + dropped_line(
-                missing, paths, job.settings.render_mode
-            )
-        return BackgroundRead(
-            text=body or "(no new output)",
-            stdout=texts[0],
-            stderr=texts[1],
-            lossy=lossy,
-            running=running,
-            next_offsets=(self._offsets[0], self._offsets[1]),
-        )
-
-    def kill(self) -> bool:
-        """End the tree. True the first time it actually signals, False after."""
-        return self._job.end_cause("kill", wait=False)
-
-    def wait(self, timeout: float | None = None) -> ExecResult | None:
-        """The final result, or None if ``timeout`` seconds pass first."""
-        self._waiter.join(timeout)
-        if self._waiter.is_alive():
-            return None
-        return self._job.finish()

@@ -313,11 +313,17 @@ def test_opencodes_own_bash_overflows_into_overspill_and_reads_on_through_its_to
 ) -> None:
     from tests.helpers import cli_env, run_cli
 
+    COMMAND = "seq 1 200000; sleep 1"
+
     drive = Drive(HARNESSES["opencode"], tmp_path)
 
     def steps() -> Steps:
-        # "=bash": opencode's own shell (overspill's MCP one is ``bash`` too).
-        text = yield ToolCall("=bash", {"command": "seq 1 200000", "description": "count"})
+        # "=bash": opencode's own shell (overspill's MCP one is ``bash`` too). The
+        # pause: opencode answers when the command exits, not when its pipe is
+        # drained, so under load it shows (and keeps) a prefix of the output --
+        # seen in 2 of 3 runs beside the suite (anomalyco/opencode#36795, open in
+        # 1.18.33). What overspill stores is what opencode kept, either way.
+        text = yield ToolCall("=bash", {"command": COMMAND, "description": "count"})
         calls = find_calls(text.rstrip().split("\n")[-1])
         if calls:
             yield ToolCall(*calls[0])
@@ -338,7 +344,7 @@ def test_opencodes_own_bash_overflows_into_overspill_and_reads_on_through_its_to
     env = cli_env(OVERSPILL_HOME=drive.store)
     meta = json.loads(run_cli(env, "info", art, "--json").stdout)
     assert (meta["size_bytes"], meta["state"]) == (1_288_895, "complete")
-    assert meta["source"]["command"] == "seq 1 200000"
+    assert meta["source"]["command"] == COMMAND
     assert run_cli(env, "cat", art).stdout == SEQ
     outputs = drive.home / ".local" / "share" / "opencode" / "tool-output"
     assert not outputs.exists() or not any(outputs.iterdir())

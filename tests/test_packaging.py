@@ -34,7 +34,12 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_wheel_holds_only_the_overspill_namespace(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/", 1)[0] for n in names}
-    assert {t for t in tops if not t.endswith(".dist-info")} == {"overspill"}
+    assert {t for t in tops if not t.endswith((".dist-info", ".data"))} == {"overspill"}
+    # The one file outside the package: the harness shell, installed as a script
+    # because a harness starts it once per command (no Python start-up there).
+    assert [n for n in names if ".data/" in n] == [
+        next(t for t in tops if t.endswith(".data")) + "/scripts/overspill-shell"
+    ]
     for expected in (
         "overspill/artifacts/store.py",
         "overspill/shell/executor.py",

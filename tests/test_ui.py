@@ -755,7 +755,8 @@ def test_another_site_cannot_change_anything(page: Any, site: Site) -> None:
         }""",
         site.url,
     )
-    page.wait_for_selector("text=a bearer token is required")
+    # Refused at the door: the post comes from a page that is not the server's.
+    page.wait_for_selector("text=requests from pages at http://attacker.test are not accepted")
     assert site.store.get(ALICE, art).state == "complete"
     assert "agent:attacker" not in [t.principal for t in site.store.tokens.list()]
     assert list(site.store.audit_log(action="delete")) == []

@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from overspill.shell import ExecRequest, ExecResult, Executor, InvalidRequest, SpawnError
-from overspill.shell.executor import BackgroundJob
+from overspill.shell.background import BackgroundJob
 from overspill.shell.render import result_markers
 from overspill.shell.wording import call, tool_error
 

@@ -16,10 +16,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from overspill.api.agent.install_options import CLIENTS, SHELL_CLIENTS
+
 from .context import EXIT_ERROR, CliContext, CliError
 
-CLIENTS = ("claude-code", "codex", "gemini", "opencode", "cursor", "goose")
-SHELL_CLIENTS = ("claude-code", "gemini", "opencode")  # whose own shell --shell routes
 NO_SHELL = {
     "codex": "Codex offers no way to route its own shell into overspill that keeps its "
     "sandbox and approval rules: the command a PreToolUse hook rewrites is the one its "
