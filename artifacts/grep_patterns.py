@@ -31,6 +31,8 @@ def compile_pattern(pattern: str, *, ignore_case: bool, fixed: bool) -> re2._Reg
         reason = exc.args[0] if exc.args else "syntax error"
         if isinstance(reason, bytes):
             reason = reason.decode("utf-8", errors="replace")
+        # RE2 quotes the pattern as compiled: without the (?m) it never saw typed.
+        reason = reason.replace(": (?m)", ": ", 1)
         raise InvalidArgument(f"invalid regular expression {pattern!r}: {reason}") from None
     if regex.programsize > MAX_PROGRAM:
         raise InvalidArgument(

@@ -28,6 +28,21 @@ def new_artifact_id(now_ms: int | None = None) -> str:
     return PREFIX + "".join(reversed(chars))
 
 
+_QUOTED = re.compile(r"(?i)(?:artifact://)?art_([0-9a-z]{26})")
+_PUNCTUATION = " \t\r\n[](){}<>;:,.'\"`"
+
+
+def normalize_artifact_id(text: str) -> str | None:
+    """The canonical id in ``text`` as a model or a person quotes it: any case,
+    ``artifact://art_…``, with the punctuation that stood around it in a marker;
+    None when it is not an id."""
+    m = _QUOTED.fullmatch(text.strip(_PUNCTUATION))
+    if m is None:
+        return None
+    canonical = PREFIX + m.group(1).upper()
+    return canonical if _ID_RE.match(canonical) else None
+
+
 def check_artifact_id(value: str) -> str:
     """Return ``value`` if it is a well-formed id; raise InvalidArgument otherwise."""
     if not isinstance(value, str) or not _ID_RE.match(value):

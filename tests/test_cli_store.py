@@ -65,7 +65,7 @@ def test_the_data_directory_is_private(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("cat", "art_nope"), b"invalid artifact id"),
+        (("cat", "art_nope"), b"is not an artifact id"),
         (("cat", "art_" + "0" * 26), b"not found"),
         (("cat", "art_" + "0" * 26, "--range", "9-3"), b"--range"),
         (("cat", "art_" + "0" * 26, "--lines", "x"), b"--lines"),
@@ -257,7 +257,7 @@ def test_run_warns_on_stderr_when_the_full_output_could_not_be_stored(tmp_path: 
         capture_output=True,
         env=env,
     )
-    assert r.returncode == 0 and r.stdout.decode().endswith("]")  # the model's text alone
+    assert r.returncode == 0 and r.stdout.decode().endswith("]\n")  # the model's text alone
     # The local server cannot open that database and says why; the verb passes
     # the reason on (its own process could do no better), once.
     (warning,) = r.stderr.decode().splitlines()

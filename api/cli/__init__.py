@@ -191,8 +191,16 @@ def main(argv: Sequence[str] | None = None, *, exit_when_done: bool = False) -> 
             file=sys.stderr,
         )
         return EXIT_ERROR
-    parser = build_parser(args_list[0] if args_list and args_list[0] in VERBS else None)
-    args = parser.parse_args(args_list)
+    verb = args_list[0] if args_list and args_list[0] in VERBS else None
+    parser = build_parser(verb)
+    args, extra = parser.parse_known_args(args_list)
+    if extra:  # said by the verb's own parser, whose --help lists what it takes
+        where = f"overspill {verb}" if verb else "overspill"
+        print(
+            f"{where}: unrecognized arguments: {' '.join(extra)} (see {where} --help)",
+            file=sys.stderr,
+        )
+        return 2
     if args.verb is None:  # bare `overspill`: what it can do, not an error
         parser.print_help()
         return 0

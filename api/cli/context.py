@@ -73,6 +73,34 @@ class CliContext:
         endpoint, self._stop_in_process = start_in_thread(self.settings)
         return WireClient(endpoint, headers=headers, timeout=300)
 
+    def artifact_id(self, text: str) -> str:
+        """The id of the artifact a person names: its id in any case, as
+        ``artifact://art_…`` or with a marker's punctuation around it, or the path
+        of the legacy spill file a truncation marker printed (while the store
+        still holds that output)."""
+        from overspill.artifacts.ids import normalize_artifact_id
+
+        found = normalize_artifact_id(text)
+        if found is not None:
+            return found
+        if "/" in text:
+            import os
+
+            from ..client.calls import ApiCalls
+
+            query = {"spill_path": os.path.abspath(text), "include_gone": True, "limit": 1}
+            items = ApiCalls(self.client()).list(query).get("items") or []
+            if items:
+                return str(items[0]["id"])
+            raise CliError(
+                f"no stored output holds the spill file {text} (or give its id: art_ and "
+                "26 letters and digits)"
+            )
+        raise CliError(
+            f"{text[:80]!r} is not an artifact id: art_ and 26 letters and digits (as a "
+            "marker prints it, or artifact://art_…), or a spill file's path"
+        )
+
     def close(self) -> None:
         if self._client is not None:
             self._client.close()

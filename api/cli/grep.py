@@ -38,8 +38,13 @@ def register(sub: Any) -> None:
     )
     grep.add_argument("id", help="art_…")
     grep.add_argument("pattern", help="RE2 regular expression")
-    grep.add_argument("more", nargs="*", help="more ids (the pattern is then the last argument)")
+    # (A default makes argparse stop calling this optional list "required".)
+    grep.add_argument(
+        "more", nargs="*", default=[], help="more ids (the pattern is then the last argument)"
+    )
     grep.add_argument("-i", "--ignore-case", action="store_true", help="ignore case")
+    # Every grep user types -n: rows are always numbered, so it is taken and changes nothing.
+    grep.add_argument("-n", "--line-number", action="store_true", help="(always on)")
     grep.add_argument("-F", "--fixed-strings", action="store_true", help="match literally")
     grep.add_argument("-v", "--invert-match", action="store_true", help="lines that do not match")
     grep.add_argument("-c", "--count", action="store_true", help="only the number of lines")
@@ -75,6 +80,7 @@ def cmd_grep(ctx: CliContext, args: argparse.Namespace) -> int:
     if args.offset < 0:
         raise CliError("--offset takes a byte offset >= 0")
     ids, pattern = _targets(args)
+    ids = [ctx.artifact_id(art) for art in ids]
     api = ApiCalls(ctx.client())
     out = sys.stdout.buffer
     if args.json:

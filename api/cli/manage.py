@@ -49,7 +49,7 @@ def parse_retention(value: str, what: str = "retention") -> int | str | None:
 
 def cmd_rm(ctx: CliContext, args: argparse.Namespace) -> int:
     api = ApiCalls(ctx.client())
-    for art in args.ids:
+    for art in [ctx.artifact_id(a) for a in args.ids]:
         info = api.delete(art)
         print(json.dumps(info) if args.json else f"deleted {art}")
     return 0
@@ -57,7 +57,8 @@ def cmd_rm(ctx: CliContext, args: argparse.Namespace) -> int:
 
 def cmd_pin(ctx: CliContext, args: argparse.Namespace) -> int:
     api = ApiCalls(ctx.client())
-    info = api.unpin(args.id) if args.unpin else api.pin(args.id, args.reason)
+    art = ctx.artifact_id(args.id)
+    info = api.unpin(art) if args.unpin else api.pin(art, args.reason)
     if args.json:
         print(json.dumps(info))
     elif info["pinned"]:
@@ -72,7 +73,7 @@ def cmd_pin(ctx: CliContext, args: argparse.Namespace) -> int:
 
 def cmd_retain(ctx: CliContext, args: argparse.Namespace) -> int:
     retention = parse_retention(args.retention)
-    info = ApiCalls(ctx.client()).set_retention(args.id, retention)
+    info = ApiCalls(ctx.client()).set_retention(ctx.artifact_id(args.id), retention)
     if args.json:
         print(json.dumps(info))
         return 0

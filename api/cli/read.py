@@ -155,6 +155,7 @@ def cmd_cat(ctx: CliContext, args: argparse.Namespace) -> int:
     # Parse every selector before touching the store: bad input fails first.
     line_sel = _parse_lines(args.lines) if args.lines else None
     start, end = _parse_range(args.range) if args.range else (0, None)
+    args.id = ctx.artifact_id(args.id)
     api = ApiCalls(ctx.client())
     if args.tail is not None and not args.follow:
         done = _small_tail(api, args.id, args.tail)
@@ -242,7 +243,7 @@ def say_what_is_missing(info: JSON, *, wanted_end: int | None, follow: bool) -> 
 
 
 def cmd_info(ctx: CliContext, args: argparse.Namespace) -> int:
-    info = ApiCalls(ctx.client()).get(args.id)
+    info = ApiCalls(ctx.client()).get(ctx.artifact_id(args.id))
     if args.json:
         print(json.dumps(info, indent=2))
         return 0

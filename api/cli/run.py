@@ -105,10 +105,12 @@ def cmd_run(ctx: CliContext, args: argparse.Namespace) -> int:
         if text := live.trailer(result, result_markers(result)):
             sys.stdout.write(("" if terminal.ended_line else "\n") + text + "\n")
     else:
-        # Exactly the text when a program reads it: a newline added there would
-        # hide the final marker from parse_exit_status, which reads only the very
-        # end. A person's prompt gets a line of its own.
-        sys.stdout.write(result.text + ("\n" if sys.stdout.isatty() else ""))
+        # The text, ended as a line, so that what a terminal, a log or a model's
+        # transcript shows next starts a line of its own. (A program that parses
+        # the status markers takes --json, whose "text" ends exactly at the last
+        # marker, or drops this one newline.)
+        text = result.text
+        sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
     return exit_status(result, received)
 
 

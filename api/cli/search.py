@@ -32,7 +32,8 @@ def register(sub: Any) -> None:
     )
     search.add_argument("--json", action="store_true", help="the result pages as JSON Lines")
     add_quiet(search)
-    search.set_defaults(func=cmd_search)
+    # 2 for trouble (a bad pattern), as grep; 1 means nothing was found.
+    search.set_defaults(func=cmd_search, error_exit=2)
 
 
 def cmd_search(ctx: CliContext, args: argparse.Namespace) -> int:

@@ -10,18 +10,13 @@ are refused with a plain sentence instead of being silently ignored or clamped.
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
-from overspill.artifacts.ids import check_artifact_id
+from overspill.artifacts.ids import normalize_artifact_id
 
 
 class ToolArgumentError(ValueError):
     """A tool call whose arguments do not fit the tool's schema."""
-
-
-_ID_IN_TEXT = re.compile(r"(?i)(?:artifact://)?(art_[0-9a-z]{26})")
-_STRIP = " \t\r\n[](){}<>;:,.'\"`"
 
 
 def parse_id(value: object) -> str:
@@ -34,18 +29,13 @@ def parse_id(value: object) -> str:
         raise ToolArgumentError(
             "'id' must be a string holding an artifact id such as art_01JF8Z3K9Q2M4V6W8X0Y2Z4A6B"
         )
-    text = value.strip(_STRIP)
-    m = _ID_IN_TEXT.fullmatch(text)
-    if m is None:
+    canonical = normalize_artifact_id(value)
+    if canonical is None:
         raise ToolArgumentError(
             f"'id' is not an artifact id: {value[:80]!r}. Ids are art_ followed by 26 "
             "letters and digits, as printed in the output marker."
         )
-    canonical = "art_" + m.group(1)[4:].upper()
-    try:
-        return check_artifact_id(canonical)
-    except ValueError:
-        raise ToolArgumentError(f"'id' is not an artifact id: {value[:80]!r}") from None
+    return canonical
 
 
 def check_arguments(tool: str, schema: dict[str, Any], arguments: object) -> dict[str, Any]:
