@@ -46,18 +46,34 @@ class FailureHit(NamedTuple):
 # What every match of the default patterns holds, in any case: a block holding
 # none of them is not searched at all (``failure_literals``: Hyperscan, else
 # StringZilla; both fold as RE2's (?i) does, the Kelvin sign for k included).
-DEFAULT_LITERALS = ("rror", "fatal", "panic", "traceback", "xception", "fail")
+DEFAULT_LITERALS = (
+    *("rror", "fatal", "panic", "traceback", "xception", "fail", "err!"),
+    *("not found", "no such file", "permission denied", "segmentation fault", "core dumped"),
+    *("undefined reference", "conflict"),
+)
 _SEAM = 4 * max(map(len, DEFAULT_LITERALS))  # UTF-8: a folded letter may take 3 bytes
+
+
+def joined_pattern(setting: str) -> str | None:
+    """The setting (one pattern per line) as the one alternation grep takes; None
+    when it holds no pattern (quotes are off)."""
+    patterns = [line.strip() for line in setting.splitlines() if line.strip()]
+    return "|".join(f"(?:{p})" for p in patterns) or None
 
 
 class FailureMatcher:
     """The patterns, compiled on first use: a command that never overflows never
     pays for RE2's import (~4 ms). ``literals``: strings one of which every match
-    holds, in some case (known for the default patterns only)."""
+    holds, in some case (known for the default patterns only). ``default``: these
+    are the default patterns, which ``artifact_grep {"failures": true}`` names
+    (the call the quotes print is then short)."""
 
-    def __init__(self, patterns: Sequence[str], literals: Sequence[str] = ()) -> None:
-        self.pattern = "|".join(f"(?:{p})" for p in patterns)
+    def __init__(
+        self, pattern: str, literals: Sequence[str] = (), *, default: bool = False
+    ) -> None:
+        self.pattern = pattern
         self.literals = tuple(literals)
+        self.default = default
         self._regex: Any = None
 
     @property
@@ -88,12 +104,12 @@ def _compile(pattern: str) -> Any:
 def failure_matcher(setting: str) -> FailureMatcher | None:
     """The setting (one pattern per line; empty: off), compiled now unless it is
     the default (known to compile; its literals prefilter the search)."""
-    patterns = [line.strip() for line in setting.splitlines() if line.strip()]
-    if not patterns:
+    pattern = joined_pattern(setting)
+    if pattern is None:
         return None
     if setting == DEFAULT_FAILURE_PATTERNS:
-        return FailureMatcher(patterns, DEFAULT_LITERALS)
-    matcher = FailureMatcher(patterns)
+        return FailureMatcher(pattern, DEFAULT_LITERALS, default=True)
+    matcher = FailureMatcher(pattern)
     matcher.regex  # noqa: B018 -- a bad pattern fails at load, not mid-run
     return matcher
 
@@ -265,7 +281,7 @@ def quote_block(
 ) -> str:
     """The lines quoted from the part not shown (``part`` names it), each with
     its number, between a line that counts them all and one that ends them."""
-    grep = call("artifact_grep", id=artifact_id, pattern=scan.matcher.pattern)
+    grep = grep_call(scan.matcher, artifact_id)
     if scan.capped:
         head = (
             f"[failure-like lines: {MAX_COUNTED} or more in the output (counting stopped "
@@ -276,6 +292,14 @@ def quote_block(
         head = f"[failure-like lines in {part}: {unseen}, {which}; "
     rows = "".join(f"line {h.line}: {h.text}\n" for h in quoted)
     return f"{head}every such line: {grep}]\n{rows}{END_OF_QUOTES}\n"
+
+
+def grep_call(matcher: FailureMatcher, artifact_id: str) -> str:
+    """The call that lists every line ``matcher`` counts: by name for the default
+    patterns (some 900 bytes written out), else the pattern itself."""
+    if matcher.default:
+        return call("artifact_grep", id=artifact_id, failures=True)
+    return call("artifact_grep", id=artifact_id, pattern=matcher.pattern)
 
 
 def quote_budget(window: int) -> int:

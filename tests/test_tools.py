@@ -270,7 +270,7 @@ def test_arguments_outside_the_schema_are_refused_with_a_sentence(
         ("artifact_read", "limit"): "Error: 'limit' must be at most 64000, got 70000.",
         ("artifact_read", "both"): "Error: give one of offset, start_line, tail_lines or "
         "tail_bytes, not offset and start_line.",
-        ("artifact_grep", "pattern"): "Error: artifact_grep needs 'pattern'.",
+        ("artifact_grep", "pattern"): "Error: artifact_grep needs a 'pattern' (or failures: true).",
         ("artifact_grep", "context"): "Error: 'context' must be a whole number, got 'two'.",
     }
     calls = {

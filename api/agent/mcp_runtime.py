@@ -68,6 +68,7 @@ class Runtime:
             max_lines=budget.read_lines,
             session_id=session,
             saver=saver,
+            failure_patterns=shell.failure_patterns,
         )
         windows = budget.stream_windows(shell.max_output_bytes)
         shell = shell.replace(max_output_bytes=windows.stderr, redact=redaction.enabled)

@@ -221,6 +221,6 @@ def _mcp(app: FastAPI) -> Any:
         backend = InProcessClient(app.state.store, principal, redaction=redaction)
         # No legacy files on a server: a remote caller cannot open a path here.
         saver = saver_for(backend, shell, legacy=False, redaction=redaction)
-        return ArtifactTools(backend, saver=saver)
+        return ArtifactTools(backend, saver=saver, failure_patterns=shell.failure_patterns)
 
     return McpHttp(tools_for, lambda secret: app.state.store.tokens.authenticate(secret))

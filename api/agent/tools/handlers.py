@@ -130,8 +130,12 @@ class ArtifactTools:
         max_lines: int | None = None,
         session_id: str | None = None,
         saver: Any = None,
+        failure_patterns: str | None = None,
     ) -> None:
         self._backend = backend
+        # What ``failures: true`` searches for: this side's OVERSPILL_FAILURE_PATTERNS
+        # (None: the default), the lines a truncated output's quotes counted.
+        self._failure_patterns = failure_patterns
         self._max = min(max_chars, MAX_CHARS)
         # Where the client cuts answers by lines too (opencode), none shows more.
         self._max_lines = max_lines
@@ -345,7 +349,7 @@ class ArtifactTools:
         art = a["id"]
         context = a.get("context", 0)
         query = GrepQuery(
-            pattern=a["pattern"],
+            pattern=self._grep_pattern(a),
             ignore_case=a.get("ignore_case", False),
             fixed=a.get("fixed", False),
             context=context,
@@ -402,6 +406,28 @@ class ArtifactTools:
             foot = f"[{found} in bytes {res.scanned_from}-{res.next_offset}; {done}]"
         facts = {**data(res, res.scanned_from, res.next_offset), "matches": shown}
         return ToolResult(body + foot, data=facts)
+
+    def _grep_pattern(self, a: dict[str, Any]) -> str:
+        """The pattern asked for, or the failure patterns' (exactly one of them)."""
+        if a.get("failures"):
+            if "pattern" in a:
+                raise ToolArgumentError(
+                    "artifact_grep takes a pattern or failures: true, not both."
+                )
+            from overspill.shell.config import DEFAULT_FAILURE_PATTERNS
+            from overspill.shell.failures import joined_pattern
+
+            setting = self._failure_patterns
+            pattern = joined_pattern(DEFAULT_FAILURE_PATTERNS if setting is None else setting)
+            if pattern is None:
+                raise ToolArgumentError(
+                    "failure-like lines are not looked for here (OVERSPILL_FAILURE_PATTERNS "
+                    "is empty); give a pattern."
+                )
+            return pattern
+        if "pattern" not in a:
+            raise ToolArgumentError("artifact_grep needs a 'pattern' (or failures: true).")
+        return str(a["pattern"])
 
     # -- artifact_search -----------------------------------------------------------------
 

@@ -97,15 +97,20 @@ def tool_definitions(max_chars: int = DEFAULT_CHARS) -> list[dict[str, Any]]:
             "title": "Search a stored output",
             "annotations": READ_ONLY,
             "description": (
-                "Search a stored output with a regular expression (RE2 syntax, linear time). "
-                "Returns matching lines with line numbers and optional context, and the exact "
-                "call that resumes when the search stopped early."
+                "Search a stored output with a regular expression (RE2 syntax, linear time), "
+                "or for its failure-like lines (failures: true, as the quotes in a truncated "
+                "output count them). Returns matching lines with line numbers and optional "
+                "context, and the exact call that resumes when the search stopped early."
             ),
             "input_schema": {
                 "type": "object",
                 "properties": {
                     "id": _ID,
                     "pattern": _string(b.MAX_PATTERN_CHARS, minLength=1),
+                    "failures": {
+                        "type": "boolean",
+                        "description": "Search for failure-like lines instead of a pattern",
+                    },
                     "ignore_case": {"type": "boolean"},
                     "fixed": {"type": "boolean", "description": "Match the pattern literally"},
                     "context": _integer(
@@ -118,7 +123,7 @@ def tool_definitions(max_chars: int = DEFAULT_CHARS) -> list[dict[str, Any]]:
                     ),
                     "offset": _integer("Resume a search at this byte (from a previous answer)"),
                 },
-                "required": ["id", "pattern"],
+                "required": ["id"],
                 "additionalProperties": False,
             },
         },

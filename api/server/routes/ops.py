@@ -76,9 +76,9 @@ class FailurePattern(BaseModel):
 def failure_pattern(who: PrincipalDep, request: Request) -> FailurePattern:
     """The lines the model is quoted from the part of a truncated output it was
     not shown, as one pattern the grep routes take (the web page lists them)."""
-    lines = request.app.state.settings.shell.failure_patterns.splitlines()
-    patterns = [line.strip() for line in lines if line.strip()]
-    return FailurePattern(pattern="|".join(f"(?:{p})" for p in patterns) or None)
+    from overspill.shell.failures import joined_pattern
+
+    return FailurePattern(pattern=joined_pattern(request.app.state.settings.shell.failure_patterns))
 
 
 @router.get("/metrics", response_class=Response)
