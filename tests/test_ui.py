@@ -543,6 +543,25 @@ def test_failure_like_lines_are_listed_and_lead_into_the_lines(page: Any, site: 
     page.wait_for_selector("#lines-info:has-text('Lines 3,000')")
 
 
+def test_the_failure_highlight_marks_whole_words(page: Any, site: Site) -> None:
+    lines = [b"step %d ok" % i for i in range(1, 3001)]
+    lines[9] = b"AttributeError: 'NoneType' object has no attribute 'x'"
+    lines[19] = b"2026-12-07 12:00:01 ERROR db down"
+    lines[29] = b"E       RuntimeError: fixture setup failed"
+    art = output(site.store, b"\n".join(lines) + b"\n")
+    sign_in(page, site, site.alice, f"/artifacts/{art}")
+    page.wait_for_selector("#failures .line mark")
+    marks = {
+        row.locator(".ln").inner_text(): [m.inner_text() for m in row.locator("mark").all()]
+        for row in page.locator("#failures .line").all()
+    }
+    assert marks == {
+        "10": ["AttributeError"],
+        "20": ["ERROR"],
+        "30": ["E       RuntimeError"],
+    }
+
+
 def test_following_a_growing_artifact_can_be_switched_off(page: Any, site: Site) -> None:
     writer = site.store.open_writer(ALICE, source={"tool": "bash", "command": "tail -f app.log"})
     writer.write(b"".join(b"early %d\n" % i for i in range(3000)))

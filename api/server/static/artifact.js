@@ -87,6 +87,29 @@ function highlighted(text, spans) {
   return out;
 }
 
+// A failure pattern's spans on whole words, never cutting one: a span inside one
+// word grows to the word ("eError" marks "AttributeError"); a span over several
+// drops the pieces of words at its edges ("1 ERROR " after "12:00:01" marks
+// "ERROR"); spaces and punctuation at the edges go.
+const WORD = /[\p{L}\p{N}_]/u;
+function wordSpans(text, spans) {
+  const chars = Array.from(text);
+  const isWord = (i) => i >= 0 && i < chars.length && WORD.test(chars[i]);
+  return spans.map(([start, end]) => {
+    const within = chars.slice(start, end);
+    if (within.length && within.every((c) => WORD.test(c))) {
+      while (isWord(start - 1)) start--;
+      while (isWord(end)) end++;
+      return [start, end];
+    }
+    if (isWord(start - 1)) while (start < end && isWord(start)) start++;
+    if (isWord(end)) while (end > start && isWord(end - 1)) end--;
+    while (start < end && !isWord(start)) start++;
+    while (end > start && !isWord(end - 1)) end--;
+    return [start, end];
+  }).filter(([start, end]) => start < end);
+}
+
 function lineRow(line, { spans = null, match = false, onNumber = null } = {}) {
   const number = onNumber
     ? h("a", { class: "ln", href: `#lines:${line.number}`, onclick: (ev) => { ev.preventDefault(); onNumber(line.number); } }, String(line.number))
@@ -225,8 +248,8 @@ export async function render(main, me, id) {
     const more = r.eof ? "" : ` (the first ${FAILURES}; Search finds the rest)`;
     fill(failuresBox,
       h("h2", {}, "Failure-like lines"),
-      h("p", { class: "muted small" }, `${r.matches.length} line${r.matches.length === 1 ? "" : "s"} like error, fatal, panic, traceback, exception or fail${more}.`),
-      h("div", { class: "lines failures" }, r.matches.map((m) => lineRow(m.line, { spans: m.spans, match: true, onNumber: goToLine }))));
+      h("p", { class: "muted small" }, `${r.matches.length} line${r.matches.length === 1 ? "" : "s"} shaped like errors, failed tests, tracebacks and exceptions${more}.`),
+      h("div", { class: "lines failures" }, r.matches.map((m) => lineRow(m.line, { spans: wordSpans(m.line.text, m.spans), match: true, onNumber: goToLine }))));
   }
 
   // Binary content is never shown as text: its first bytes as hex, and the size.
