@@ -158,6 +158,14 @@ class StorageUnavailable(OverspillError):
     status = 503
 
 
+class DatabaseUnavailable(StorageUnavailable):
+    """The database could not be reached or dropped the connection (a restart, a
+    failover): brief, as a rule, so a producer retries a write for a few seconds
+    before it gives up (``ArtifactWriter``'s ``retry_s``)."""
+
+    code = "database_unavailable"
+
+
 class DiskFull(StorageUnavailable):
     """The file system that holds the bytes has no space left (or the user's quota
     on it is spent). Named apart from other storage trouble so every answer can say

@@ -21,7 +21,8 @@ from contextlib import nullcontext
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy import update
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
 
 from . import audit
 from .blobs.base import AppendableBlobStore
@@ -30,6 +31,7 @@ from .context import Part, StoreContext
 from .db.models import Artifact, Segment
 from .errors import (
     Conflict,
+    DatabaseUnavailable,
     InvalidArgument,
     OffsetConflict,
     QuotaExceeded,
@@ -76,6 +78,16 @@ class Publisher(Part):
         try:
             with self._write() as s:
                 row = s.get(Artifact, artifact_id, with_for_update=True)
+                if (
+                    row is not None
+                    and row.size_bytes > staged[0].offset
+                    and _published(s, artifact_id, staged)
+                ):
+                    # A retry of a batch whose commit went through while its answer
+                    # was lost (the database dropped the connection at COMMIT); its
+                    # blob keys are random, so the rows are this very batch's.
+                    admitted = list(staged)
+                    return sum(seg.size for seg in staged), None
                 if row is None or row.state != "writing":
                     raise Conflict(f"artifact {artifact_id} is no longer being written")
                 if token is not None and row.lease_token != token:
@@ -137,6 +149,12 @@ class Publisher(Part):
                 row.updated_at = now
                 if row.lease_expires_at is not None:
                     row.lease_expires_at = now + timedelta(seconds=self.settings.lease_seconds)
+        except DatabaseUnavailable:
+            # The commit may have gone through (the connection died at COMMIT) and
+            # the writer retries this batch: its blobs stay. Never named, they go
+            # with the orphan pass.
+            admitted = list(staged)
+            raise
         except BaseException:
             admitted = []
             raise
@@ -292,3 +310,17 @@ class Publication:
 
     def finish(self, ending: Ending) -> None:
         self._publisher.finish(self._id, self._token, ending, local_writer=True)
+
+
+def _published(s: Session, artifact_id: str, staged: Sequence[StagedSegment]) -> bool:
+    """Whether each staged segment is already a row of the artifact, at its offset
+    and in its blob: the batch was published before."""
+    rows = dict(
+        s.execute(
+            select(Segment.offset, Segment.blob_key).where(
+                Segment.artifact_id == artifact_id,
+                Segment.offset.in_([seg.offset for seg in staged]),
+            )
+        ).all()
+    )
+    return all(rows.get(seg.offset) == seg.key for seg in staged)

@@ -35,8 +35,10 @@ from collections import deque
 from types import TracebackType
 from typing import Any
 
+from .db_retry import retrying
 from .errors import (
     Conflict,
+    DatabaseUnavailable,
     DiskFull,
     OverspillError,
     QuotaExceeded,
@@ -71,6 +73,7 @@ class ArtifactWriter:
         max_buffers: int = 2,
         publish_segments: int = 8,
         stall_s: float | None = 10.0,
+        retry_s: float = 0.0,
     ) -> None:
         if (stager is None) == (placer is None):
             raise TypeError("a writer stores through a stager or a placer, one of them")
@@ -86,6 +89,9 @@ class ArtifactWriter:
         self.flush_interval = flush_interval
         self.max_buffers = max_buffers
         self.stall_s = stall_s
+        # A producer's writer (never a server's request) retries a publish and its
+        # end for this long while the database is briefly away (``db_retry``).
+        self.retry_s = retry_s
         self._renew_every = lease_seconds / 3
         self._publish_segments = publish_segments
         self.hasher = hashlib.sha256()
@@ -222,17 +228,15 @@ class ArtifactWriter:
         )
         err = err or self.stopped
         try:
+            ending = Ending(final, self.base + self._total, sha, err, source_update)
             if self._finishing is not None:
-                published = self._finishing.finish_with(
-                    last, Ending(final, self.base + self._total, sha, err, source_update)
-                )
+                finishing = self._finishing
+                published = retrying(lambda: finishing.finish_with(last, ending), self.retry_s)
                 self.committed += published
                 if published < sum(seg.size for seg in last):  # the quota stopped them
                     final, sha = "capped", None
             else:
-                self._publisher.finish(
-                    Ending(final, self.base + self._total, sha, err, source_update)
-                )
+                retrying(lambda: self._publisher.finish(ending), self.retry_s)
         except OverspillError as exc:
             err = err or exc.message
             if final in ("complete", "capped"):
@@ -315,8 +319,8 @@ class ArtifactWriter:
         """A lost race (another appender got the offset first, the lease went)
         stays a Conflict for the caller, with the current size, and a full disk
         stays DiskFull; anything else means the bytes could not be stored."""
-        if isinstance(self._failure, Conflict | DiskFull):
-            return self._failure
+        if isinstance(self._failure, Conflict | DiskFull | DatabaseUnavailable):
+            return self._failure  # (a database away for a moment: the producer retries)
         return StorageUnavailable(self.error or "storage failed")
 
     def fail_and_discard(self, message: str, *, cause: OverspillError | None = None) -> None:
@@ -446,7 +450,9 @@ class ArtifactWriter:
 
     def _publish(self, batch: list[StagedSegment]) -> None:
         try:
-            published, stop = self._publisher.publish(batch)
+            published, stop = retrying(
+                lambda: self._publisher.publish(batch), self.retry_s, lambda: bool(self.error)
+            )
         except OverspillError as exc:
             self.fail(exc.message, cause=exc)
             return

@@ -77,14 +77,21 @@ class StoreSink:
         return self._store
 
     def open(self, *, stream: str, source: dict[str, Any]) -> SinkStream:
-        writer = self._get_store().open_writer(
-            self._principal,
-            kind="output",
-            name=f"{source.get('tool', 'bash')} {stream}",
-            session_id=self._session_id,
-            source=source,
-            max_bytes=self._max_bytes,
+        from overspill.artifacts.db_retry import PRODUCER_RETRY_S, retrying
+
+        store = self._get_store()
+        writer = retrying(
+            lambda: store.open_writer(
+                self._principal,
+                kind="output",
+                name=f"{source.get('tool', 'bash')} {stream}",
+                session_id=self._session_id,
+                source=source,
+                max_bytes=self._max_bytes,
+            ),
+            PRODUCER_RETRY_S,
         )
+        writer.retry_s = PRODUCER_RETRY_S  # a command's writer rides out a restart
         return WriterStream(writer)
 
 

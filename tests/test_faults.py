@@ -402,6 +402,97 @@ def test_a_download_across_a_postgres_restart_arrives_whole(
     store.close()
 
 
+_SLOW = "for i in $(seq 0 39); do seq $((i*5000+1)) $((i*5000+5000)); sleep 0.1; done"
+_SLOW_OUT = b"".join(b"%d\n" % n for n in range(1, 200_001))
+
+
+def _restart(version: str, name: str) -> None:
+    import subprocess
+
+    subprocess.run(["pg_ctlcluster", version, name, "restart", "-m", "fast"], check=True)
+
+
+def test_outputs_written_across_a_postgres_restart_are_whole_and_read_after_another(
+    throwaway_postgres: tuple[str, str, str], tmp_path: Path
+) -> None:
+    """Three commands print for four seconds through the local server; the
+    database restarts a second in. Each writer rides out the outage (a publish
+    refused while it was down is sent again), so each output is stored whole,
+    and a read through the local server right after a second restart (every
+    pooled connection dead) returns every byte."""
+    import json
+    import subprocess
+    import sys
+    import time
+
+    from tests.helpers import cli_env, run_cli
+
+    version, name, url = throwaway_postgres
+    env = cli_env(
+        OVERSPILL_HOME=tmp_path / "home",
+        OVERSPILL_DATABASE_URL=url,
+        OVERSPILL_OWNER="user:tester",
+        OVERSPILL_LOCAL_SERVER_IDLE_S=30,
+    )
+    assert run_cli(env, "db", "upgrade").returncode == 0
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "overspill.api.cli", "run", "--json", "--", _SLOW],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        for _ in range(3)
+    ]
+    time.sleep(1.0)
+    _restart(version, name)
+    ids = []
+    for proc in runs:
+        out, err = proc.communicate(timeout=120)
+        stdout = json.loads(out)["stdout"]
+        assert stdout["storage_error"] is None, (stdout["storage_error"], err)
+        art = stdout["artifact"]
+        assert (art["state"], art["size_bytes"]) == ("complete", len(_SLOW_OUT)), art
+        ids.append(art["id"])
+    _restart(version, name)
+    for art in ids:
+        read = run_cli(env, "cat", art)
+        assert read.returncode == 0 and read.stdout == _SLOW_OUT, read.stderr
+    run_cli(env, "server", "stop")
+
+
+def test_a_read_through_the_api_right_after_a_postgres_restart_arrives_whole(
+    throwaway_postgres: tuple[str, str, str], tmp_path: Path
+) -> None:
+    """A real server whose pooled connections all died with a restart: the next
+    /v1 reads (metadata, a whole download, a range) answer whole."""
+    import httpx
+
+    from overspill.artifacts.blobs.local import LocalBlobStore
+    from tests.api_helpers import live_server, make_api
+    from tests.helpers import write_artifact
+
+    version, name, url = throwaway_postgres
+    engine = make_engine(url)
+    upgrade(engine)
+    settings = store_settings(tmp_path, url, (tmp_path / "blobs").as_uri())
+    store = ArtifactStore(settings, engine, LocalBlobStore(tmp_path / "blobs"))
+    data = b"".join(b"%07d a line of the output\n" % i for i in range(40_000))
+    art = write_artifact(store, data, chunks=[65_536])
+    api = make_api(store)
+    with (
+        live_server(api.app) as base,
+        httpx.Client(base_url=base, headers=api.h(api.alice)) as http,
+    ):
+        assert http.get(f"/v1/artifacts/{art}/content").content == data  # the pool is warm
+        _restart(version, name)
+        assert http.get(f"/v1/artifacts/{art}").json()["state"] == "complete"
+        assert http.get(f"/v1/artifacts/{art}/content").content == data
+        ranged = http.get(f"/v1/artifacts/{art}/content", headers={"Range": "bytes=100-199"})
+        assert ranged.status_code == 206 and ranged.content == data[100:200]
+    store.close()
+
+
 def test_an_object_store_stopped_and_resumed_fails_one_run_and_serves_the_next(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -482,3 +573,34 @@ def test_a_full_disk_behind_a_server_counts_what_the_server_published(
         )
     finally:
         store.close()
+
+
+def test_a_publish_sent_again_after_its_answer_was_lost_counts_once(
+    store: ArtifactStore,
+) -> None:
+    """A writer whose publish failed at COMMIT (the database went away with the
+    answer) sends the same batch again: the store answers it as published, keeps
+    its blob, and adds no row. A batch that is not the one stored is refused and
+    its blob given back."""
+    from overspill.artifacts.blobs.keys import segment_key
+    from overspill.artifacts.blobs.base import BlobNotFound
+    from overspill.artifacts.errors import OffsetConflict
+    from overspill.artifacts.segments import StagedSegment
+    from overspill.artifacts.writes import NewArtifact
+
+    info, lease = store.ingest.open_lease(ALICE, NewArtifact(kind="output"))
+    data = b"".join(b"line %d\n" % i for i in range(1000))
+    key = segment_key(info.id, 0, "0a1b2c3d")
+    store.blobs.put(key, data)
+    batch = [StagedSegment(0, len(data), key, 1000, True)]
+    assert store.publisher.publish(info.id, lease, batch) == (len(data), None)
+    assert store.publisher.publish(info.id, lease, batch) == (len(data), None)  # the retry
+    assert store.get(ALICE, info.id).size_bytes == len(data)
+    assert store.read_bytes(ALICE, info.id, 0, len(data)) == data
+    other = segment_key(info.id, 0, "ffffffff")
+    store.blobs.put(other, data)
+    with pytest.raises(OffsetConflict):
+        store.publisher.publish(info.id, lease, [StagedSegment(0, len(data), other, 1000, True)])
+    with pytest.raises(BlobNotFound):
+        b"".join(store.blobs.read(other, 0, 10))
+    assert store.read_bytes(ALICE, info.id, 0, len(data)) == data

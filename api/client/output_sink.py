@@ -25,6 +25,8 @@ def output_sink(settings: Settings, warn: Callable[[str], None]) -> DeferredSink
     max_bytes = settings.shell.stream_max_bytes
 
     def build() -> OutputSink:
+        from overspill.artifacts.db_retry import PRODUCER_RETRY_S, retrying
+
         if c.url:
             from .sinks import RemoteSink
             from .wire import Endpoint, WireClient
@@ -36,7 +38,11 @@ def output_sink(settings: Settings, warn: Callable[[str], None]) -> DeferredSink
             from .sinks import LocalServerSink
 
             try:
-                served = LocalServer(settings).client(c.owner, "admin")
+                # (A server that could not start because the database was away
+                # for a moment -- a restart -- is started again.)
+                served = retrying(
+                    lambda: LocalServer(settings).client(c.owner, "admin"), PRODUCER_RETRY_S
+                )
             except LocalServerUnavailable as exc:
                 warn(f"{exc.message}; storing from this process instead")
             else:
@@ -47,7 +53,7 @@ def output_sink(settings: Settings, warn: Callable[[str], None]) -> DeferredSink
 
         from ..cleanup import sweep_soon
 
-        store = ArtifactStore.open(settings.store)
+        store = retrying(lambda: ArtifactStore.open(settings.store), PRODUCER_RETRY_S)
         sweep_soon(store, settings.shell, settings.server.sweep_interval_s)
         return StoreSink(
             store,

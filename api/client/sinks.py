@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from overspill.artifacts.errors import OverspillError
+from overspill.artifacts.db_retry import PRODUCER_RETRY_S, retrying
+from overspill.artifacts.errors import DatabaseUnavailable, OffsetConflict, OverspillError
 from overspill.artifacts.segments import StagedSegment, stored_account
 from overspill.artifacts.writer import ArtifactWriter
 from overspill.artifacts.writes import Ending
@@ -107,13 +108,32 @@ class HttpAppends:
         self.size = 0
 
     def stage(self, offset: int, data: memoryview) -> str | None:
-        info = self._client.json(
-            "PATCH",
-            f"/v1/artifacts/{self._id}/content",
-            params={"offset": offset},
-            body=bytes(data),
-        )
-        self.size = int(info["size_bytes"])
+        """One append, retried while the server's database is briefly away. A
+        retry of an append the server stored (in part) while its answer was lost
+        meets an offset conflict at the stored size: only the rest is sent."""
+        body = bytes(data)
+
+        def append() -> None:
+            nonlocal offset, body
+            try:
+                info = self._client.json(
+                    "PATCH",
+                    f"/v1/artifacts/{self._id}/content",
+                    params={"offset": offset},
+                    body=body,
+                )
+            except OffsetConflict as exc:
+                stored = exc.current_size - offset
+                if not 0 < stored <= len(body):
+                    raise
+                offset, body = exc.current_size, body[stored:]
+                if body:
+                    raise DatabaseUnavailable("the rest of a retried append") from exc
+                self.size = exc.current_size
+                return
+            self.size = int(info["size_bytes"])
+
+        retrying(append, PRODUCER_RETRY_S)
         return None  # the server made them visible
 
     def discard(self, staged: Sequence[StagedSegment]) -> None:
@@ -160,7 +180,11 @@ class RemoteSink:
         # A connection of the stream's own: stdout's and stderr's writers run at once.
         client = self._client.with_headers({})
         body = _new_output(stream, source, self._session_id, self._max_bytes)
-        info = client.json("POST", "/v1/artifacts", json_body=body)
+        # (A retry after a lost answer may leave an empty artifact behind: its
+        # lease runs out and the sweep ends it.)
+        info = retrying(
+            lambda: client.json("POST", "/v1/artifacts", json_body=body), PRODUCER_RETRY_S
+        )
         appends = HttpAppends(client, info["id"])
         writer = ArtifactWriter(
             info["id"],
@@ -170,6 +194,7 @@ class RemoteSink:
             segment_bytes=self._segment_bytes,
             flush_interval=self._flush_interval,
             lease_seconds=15.0,
+            retry_s=PRODUCER_RETRY_S,
         )
         return _ServedStream(client, writer)
 
@@ -246,7 +271,9 @@ class LocalServerSink:
             return self._remote.open(stream=stream, source=source)
         client = self._client.with_headers({})  # the stream's own connection
         body = _new_output(stream, source, self._session_id, self._max_bytes)
-        answer = client.json("POST", "/v1/local/writers", json_body=body)
+        answer = retrying(
+            lambda: client.json("POST", "/v1/local/writers", json_body=body), PRODUCER_RETRY_S
+        )
         root = answer.get("blob_root")
         if root is None:  # the server's blobs are not files here: append through it
             self._remote = RemoteSink(
@@ -270,5 +297,6 @@ class LocalServerSink:
             flush_interval=answer["flush_interval_s"],
             lease_seconds=answer["lease_seconds"],
             stall_s=answer["stall_s"],
+            retry_s=PRODUCER_RETRY_S,
         )
         return _ServedStream(client, writer, publisher)

@@ -17,7 +17,7 @@ from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.pool import NullPool
 
-from ..errors import ConfigurationError, StorageUnavailable
+from ..errors import ConfigurationError, DatabaseUnavailable, StorageUnavailable
 from ..home import describe_os_error
 
 WRITE_LOCK = "overspill_write_lock"
@@ -135,12 +135,12 @@ def _sqlite_engine(url: str, home: str | None) -> Engine:
 
 
 def check_database(engine: Engine) -> None:
-    """Raise StorageUnavailable with the driver's reason if the database is unreachable."""
+    """Raise DatabaseUnavailable with the driver's reason if the database is unreachable."""
     try:
         with engine.connect() as conn:
             conn.execute(text("SELECT 1"))
     except OperationalError as exc:
-        raise StorageUnavailable(
+        raise DatabaseUnavailable(
             f"database {engine.url.render_as_string(hide_password=True)} unreachable: "
             f"{first_line(exc)}"
         ) from None

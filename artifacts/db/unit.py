@@ -23,7 +23,7 @@ from sqlalchemy.exc import (
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
-from ..errors import InvalidArgument, StorageUnavailable
+from ..errors import DatabaseUnavailable, InvalidArgument, StorageUnavailable
 from .engine import WRITE_LOCK, first_line
 
 T = TypeVar("T")
@@ -82,7 +82,7 @@ def translated() -> Iterator[None]:
         reason = first_line(exc)
         if _busy(exc):
             raise StorageUnavailable(f"database busy: {reason}; try again shortly") from exc
-        raise StorageUnavailable(f"database unavailable: {reason}") from exc
+        raise DatabaseUnavailable(f"database unavailable: {reason}") from exc
 
 
 def _busy(exc: BaseException) -> bool:
