@@ -143,6 +143,10 @@ class QuotaExceeded(OverspillError):
     # spent. The body's code tells it from a role refusal.
     status = 403
 
+    def __init__(self, message: str, *, room: int = 0) -> None:
+        super().__init__(message)
+        self.room = room  # the bytes that still fit (a writer stores that prefix)
+
 
 class PermissionDenied(OverspillError):
     """The principal is known but its role does not allow this operation."""

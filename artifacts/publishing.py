@@ -37,6 +37,7 @@ from .errors import (
     QuotaExceeded,
     StorageUnavailable,
 )
+from .newlines import count_newlines
 from .retention import effective_policy
 from .segments import StagedSegment
 from .spill_files import is_spill_path
@@ -122,7 +123,14 @@ class Publisher(Part):
                             )
                     except QuotaExceeded as exc:
                         stop = exc.message
-                        break
+                        # The prefix that still fits is stored: the segment's row
+                        # covers its first ``room`` bytes.
+                        if not 0 < exc.room < seg.size:
+                            break
+                        seg = self._prefix(seg, exc.room)
+                        evicted += self._quotas.admit(
+                            s, row.owner, policy, seg.size, writing=row.id
+                        )
                     s.add(
                         Segment(
                             artifact_id=artifact_id,
@@ -143,6 +151,8 @@ class Publisher(Part):
                     line_offset += seg.newlines
                     bump_usage(s, row.owner, seg.size, 0)
                     admitted.append(seg)
+                    if stop:
+                        break
                 published = sum(seg.size for seg in admitted)
                 row.size_bytes += published
                 row.total_bytes = max(row.total_bytes, row.size_bytes)
@@ -159,20 +169,37 @@ class Publisher(Part):
             admitted = []
             raise
         finally:
-            self._reclaim_unadmitted(staged, len(admitted))
+            self._reclaim_unadmitted(staged, admitted)
         self.purge_all(evicted)
         return published, stop
 
-    def _reclaim_unadmitted(self, staged: Sequence[StagedSegment], admitted: int) -> None:
+    def _prefix(self, seg: StagedSegment, size: int) -> StagedSegment:
+        """The first ``size`` bytes of a staged segment, its newlines counted from
+        its blob (one bounded read, on the rare path where a quota cuts it)."""
+        start = seg.offset - segment_key_base(seg.key)
+        newlines, last = 0, b""
+        for chunk in self.blobs.read(seg.key, start, start + size):
+            newlines += count_newlines(chunk)
+            last = chunk[-1:] or last
+        return StagedSegment(seg.offset, size, seg.key, newlines, last == b"\n")
+
+    def _reclaim_unadmitted(
+        self, staged: Sequence[StagedSegment], admitted: Sequence[StagedSegment]
+    ) -> None:
         """Take back the bytes of segments that were never made part of the artifact:
-        a blob no admitted segment uses is deleted, a shared one is cut back to its
-        admitted end. On failure the orphan reconciler reclaims whole blobs later."""
+        a blob no admitted segment uses is deleted, one an admitted segment uses in
+        part (a quota's cut, a shared placed blob) is cut back to its admitted end.
+        On failure the orphan reconciler reclaims whole blobs later."""
         ends: dict[str, int] = {}
-        for seg in staged[:admitted]:
+        for seg in admitted:
             end = seg.offset + seg.size - segment_key_base(seg.key)
             ends[seg.key] = max(ends.get(seg.key, 0), end)
-        unused = list(dict.fromkeys(s.key for s in staged[admitted:] if s.key not in ends))
-        cut = {s.key for s in staged[admitted:]} & ends.keys()
+        full: dict[str, int] = {}
+        for seg in staged:
+            end = seg.offset + seg.size - segment_key_base(seg.key)
+            full[seg.key] = max(full.get(seg.key, 0), end)
+        unused = [key for key in full if key not in ends]
+        cut = {key for key, end in ends.items() if full.get(key, 0) > end}
         blobs = self.blobs
         try:
             if unused:

@@ -56,7 +56,8 @@ class Quotas:
                 return evicted
         raise QuotaExceeded(
             f"quota exceeded for {owner}: {used} of {quota} bytes used"
-            + (f", {incoming} more requested" if incoming else "")
+            + (f", {incoming} more requested" if incoming else ""),
+            room=max(0, quota - used),
         )
 
     def _evict(

@@ -70,13 +70,16 @@ def truncation_line(out: CollectedOutput, view: StreamView | None, mode: RenderM
         parts.append("terminal escape sequences removed")
     if out.redacted:
         parts.append(f"{out.redacted}, {MASKED}")
+    reason = (out.storage_error or "").replace("\n", " ").replace("]", ")")
+    # A capped artifact (its cap, or the owner's quota) holds a readable prefix:
+    # the reason says why the rest is missing, and the calls read what is there.
+    prefix = art is not None and art.state == "capped" and art.size_bytes > 0
     if art is not None and art.state == "capped":
         parts.append(
-            f"artifact holds the first {art.size_bytes} bytes (capped); "
+            f"artifact holds the first {art.size_bytes} bytes (capped{': ' + reason if reason else ''}); "
             f"bytes {art.size_bytes}-{max(art.size_bytes, view.start)} are not stored"
         )
-    if out.storage_error:
-        reason = out.storage_error.replace("\n", " ").replace("]", ")")
+    if reason and not prefix:
         parts.append(f"artifact unavailable: {reason}")
     elif art is not None:
         grep = call("artifact_grep", id=art.id, pattern="<regex>")

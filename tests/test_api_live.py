@@ -183,9 +183,11 @@ def test_a_quota_stop_through_the_remote_sink_is_capped_not_failed(
         r = ex.run(ExecRequest(command="seq 1 30000"))
     art = r.stdout.artifact
     assert art is not None and art.state == "capped", art
-    assert 0 < art.size_bytes <= 20_000 and art.total_bytes == r.stdout.total_bytes
+    # The prefix that fits the quota is stored, to its last byte.
+    assert art.size_bytes == 20_000 and art.total_bytes == r.stdout.total_bytes
     assert f"full output: artifact {art.id}" in r.text
-    assert f"artifact holds the first {art.size_bytes} bytes (capped)" in r.text
+    assert "artifact holds the first 20000 bytes (capped: quota exceeded for user:alice" in r.text
+    assert "artifact unavailable" not in r.text
     info = api.store.get(ALICE, art.id)
     assert info.state == "capped" and info.size_bytes == art.size_bytes
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from overspill.shell.wording import find_calls
 from tests.helpers import cli_env, run_cli
 
 
@@ -106,3 +107,27 @@ def test_off_a_terminal_the_view_ends_its_last_line(tmp_path: Path) -> None:
         assert out.endswith(tail) and not out.endswith("\n\n"), out
     # Output that ends its own line gets no blank line added.
     assert _run(tmp_path, "run", "--", "echo hi").stdout == b"hi\n"
+
+
+def test_a_quota_with_room_left_stores_the_prefix_that_fits_and_says_so(tmp_path: Path) -> None:
+    """2 MB quota, 1.3 MB used: a 2.7 MB output keeps its first 687,001 bytes
+    (what was free), says exactly that, offers the call that reads them, and
+    the legacy spill file still holds the whole output."""
+    env = cli_env(OVERSPILL_HOME=tmp_path, OVERSPILL_OWNER="user:q")
+    assert run_cli(env, "retention", "set", "--owner", "user:q", "--quota", "2MB").returncode == 0
+    assert run_cli(env, "put", stdin=b"a" * 99 + b"\n" + b"b" * 1_312_899).returncode == 0
+    out = run_cli(env, "run", "--", "seq 1 400000").stdout.decode()
+    marker = out.rstrip("\n").rsplit("\n", 1)[-1]
+    art = re.search(r"artifact (art_\w{26})", marker)
+    spill = re.search(r"full output: (\S+);", marker)
+    assert art and spill, marker
+    assert (
+        "artifact holds the first 687001 bytes (capped: quota exceeded for user:q: 1312999 of "
+        "2000000 bytes used" in marker
+    )
+    assert "artifact unavailable" not in marker
+    whole = b"".join(b"%d\n" % n for n in range(1, 400_001))
+    assert run_cli(env, "cat", art.group(1)).stdout == whole[:687_001]
+    assert Path(spill.group(1)).read_bytes() == whole
+    (_, args), *_ = [c for c in find_calls(marker) if c[0] == "artifact_read"]
+    assert args["offset"] + args["limit"] == 687_001  # the last bytes stored

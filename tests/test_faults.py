@@ -582,8 +582,8 @@ def test_a_publish_sent_again_after_its_answer_was_lost_counts_once(
     answer) sends the same batch again: the store answers it as published, keeps
     its blob, and adds no row. A batch that is not the one stored is refused and
     its blob given back."""
-    from overspill.artifacts.blobs.keys import segment_key
     from overspill.artifacts.blobs.base import BlobNotFound
+    from overspill.artifacts.blobs.keys import segment_key
     from overspill.artifacts.errors import OffsetConflict
     from overspill.artifacts.segments import StagedSegment
     from overspill.artifacts.writes import NewArtifact
