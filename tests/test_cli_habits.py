@@ -131,3 +131,27 @@ def test_a_quota_with_room_left_stores_the_prefix_that_fits_and_says_so(tmp_path
     assert Path(spill.group(1)).read_bytes() == whole
     (_, args), *_ = [c for c in find_calls(marker) if c[0] == "artifact_read"]
     assert args["offset"] + args["limit"] == 687_001  # the last bytes stored
+
+
+def test_info_on_an_expired_output_not_yet_swept_says_one_true_thing(tmp_path: Path) -> None:
+    import json
+    import time
+
+    env = cli_env(OVERSPILL_HOME=tmp_path, OVERSPILL_OWNER="user:tester")
+    art = run_cli(env, "put", stdin=b"".join(b"%d\n" % n for n in range(20_000))).stdout
+    art_id = art.decode().strip()
+    deadline = time.monotonic() + 20
+    while not json.loads(run_cli(env, "info", art_id, "--json").stdout).get("compressed"):
+        assert time.monotonic() < deadline, "the local server never compacted it"
+        time.sleep(0.2)
+    assert b"on disk:" in run_cli(env, "info", art_id).stdout  # its frames, while it lives
+    assert run_cli(env, "retain", art_id, "1s").returncode == 0
+    time.sleep(1.2)
+    rows = dict(
+        line.split(":", 1) for line in run_cli(env, "info", art_id).stdout.decode().splitlines()
+    )
+    assert rows["state"].strip() == "expired"
+    assert (
+        rows["size"].strip() == "106.3 KiB printed (108890 bytes); none of it can be read any more"
+    )
+    assert "on disk" not in rows and "expires" not in rows and "expired" in rows

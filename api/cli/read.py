@@ -248,11 +248,13 @@ def cmd_info(ctx: CliContext, args: argparse.Namespace) -> int:
         print(json.dumps(info, indent=2))
         return 0
     src = info["source"]
+    gone = info["state"] in ("deleted", "expired")
     rows = [
         ("id", info["id"]),
         ("state", info["state"] + (f" ({info['error']})" if info.get("error") else "")),
         ("size", _size_line(info)),
-        *([("on disk", _disk_line(info))] if info.get("compressed") else []),
+        # (A gone output's frames may wait for the next sweep: not a size to show.)
+        *([("on disk", _disk_line(info))] if info.get("compressed") and not gone else []),
         ("owner", info["owner"]),
         ("session", info["session_id"] or "-"),
         ("name", info["name"] or "-"),
@@ -265,7 +267,14 @@ def cmd_info(ctx: CliContext, args: argparse.Namespace) -> int:
     if redacted:
         rows.append(("redacted", redacted))
     rows.append(("created", when(time_of(info["created_at"]))))
-    rows.append(("expires", _expiry(info)))
+    if gone:
+        at = info.get("deleted_at") or info.get("expires_at")
+        reason = info.get("delete_reason")
+        rows.append(
+            (info["state"], (when(time_of(at)) if at else "-") + (f" ({reason})" if reason else ""))
+        )
+    else:
+        rows.append(("expires", _expiry(info)))
     if info.get("sha256"):
         rows.append(("sha256", info["sha256"]))
     width = max(len(k) for k, _ in rows)
@@ -279,7 +288,7 @@ def _size_line(info: JSON) -> str:
     lines = info["line_count"]
     text = f"{format_bytes(stored)} ({stored} bytes, {lines} {'line' if lines == 1 else 'lines'})"
     if info["state"] in ("deleted", "expired"):
-        return f"{format_bytes(total)} printed; nothing is stored any more"
+        return f"{format_bytes(total)} printed ({total} bytes); none of it can be read any more"
     if total > stored:
         text += f" stored of {total} bytes printed"
     return text

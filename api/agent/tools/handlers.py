@@ -460,7 +460,7 @@ class ArtifactTools:
         rows.append(
             f"size: {count(i.size_bytes, 'byte')} {'were stored' if gone else 'stored'} of "
             f"{i.total_bytes} produced, {count(i.line_count, 'line')}"
-            + ("; none of it is stored now" if gone else "")
+            + ("; none of it can be read now" if gone else "")
         )
         rows.append(f"created: {i.created_at:%Y-%m-%d %H:%M:%S} UTC")
         if i.completed_at:
