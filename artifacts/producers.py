@@ -107,6 +107,10 @@ class Producer:
         """``cut_locked``'s own part: the segment at ``offset`` to the writer."""
         raise NotImplementedError
 
+    def full_locked(self) -> bool:
+        """Whether handing over a segment now would wait for storage."""
+        return len(self.w.pending) >= self.w.max_buffers
+
     def index(self, item: Pending) -> StagedSegment | None:
         """The loop's thread: store and hash a buffered segment, or hash a placed
         one. None when storing made it visible already (an HTTP append)."""
@@ -152,6 +156,9 @@ class BufferedProducer(Producer):
 
         self._hash_thread = ThreadPoolExecutor(1, thread_name_prefix=f"hash-{writer.id}")
 
+    def full_locked(self) -> bool:
+        return not self._pool and self._made >= self.w.max_buffers
+
     def write(self, data: bytes | bytearray | memoryview, newlines: int | None) -> None:
         w = self.w
         view = memoryview(data)
@@ -170,7 +177,7 @@ class BufferedProducer(Producer):
         self.fill = 0
         if not refill:
             return
-        if wait and not w.wait_locked(lambda: not self._pool and self._made >= w.max_buffers):
+        if wait and not w.wait_locked(self.full_locked):
             return
         if self._pool:
             self._buffer = self._pool.pop()

@@ -125,6 +125,21 @@ class ArtifactWriter:
     def total_bytes(self) -> int:
         return self._total
 
+    def would_wait(self, n: int) -> bool:
+        """Whether writing ``n`` more bytes now would wait for storage (the
+        segment they fill would find no free buffer): a caller that must not wait
+        keeps them elsewhere meanwhile."""
+        with self.cond:
+            if self.error or self.stopped:
+                return False
+            return self.producer.fill + n >= self.segment_bytes and self.producer.full_locked()
+
+    @property
+    def progress(self) -> int:
+        """Bytes stored so far, published or not (grows with each segment a
+        storage call finishes: the headway a caller waiting on the end watches)."""
+        return self.committed + self._staged_bytes
+
     @property
     def stored_bytes(self) -> int:
         return self.committed

@@ -306,7 +306,9 @@ class OutputCollector:
             update = source_update
             if spill_path is not None:
                 update = {**source_update, "spill": {"path": spill_path, "bytes": self._total}}
-            artifact, error = self._sink.close(update, self._total)
+            from .sink import close_bounded
+
+            artifact, error = close_bounded(self._sink, update, self._total)
             if error:  # the store's final account (how much it kept) over the first symptom
                 self.storage_error = error
             if artifact is not None and self.storage_error and artifact.state == "writing":

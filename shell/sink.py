@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -46,6 +47,62 @@ class SinkStream(Protocol):
         returns the artifact as stored (None if none was ever created) and the
         storage error, if any."""
         ...
+
+    def progress(self) -> int:
+        """A count that grows while storing makes headway (bytes handed on or
+        stored); read without waiting, from any thread."""
+        ...
+
+    def known_id(self) -> str | None:
+        """The artifact's id if it exists already (never waits)."""
+        ...
+
+    def would_wait(self, n: int) -> bool:
+        """Whether writing ``n`` bytes now would wait for storage."""
+        ...
+
+
+END_QUIET_S = 2.0
+"""How long a stream's storage may make no headway once its command has ended
+before the result goes without it (a hung object store, a stuck server)."""
+
+
+def close_bounded(
+    stream: SinkStream,
+    source_update: dict[str, Any],
+    total_bytes: int | None,
+    quiet_s: float = END_QUIET_S,
+) -> tuple[ArtifactRef | None, str | None]:
+    """``stream.close``, waited for while it makes headway and for at most
+    ``quiet_s`` seconds without any: storage that is stuck costs the command's
+    result that long, not the client library's timeouts and retries. What is
+    stuck goes on in the background; the artifact it leaves ``writing`` is ended
+    by the sweep when its lease runs out."""
+    done: list[tuple[ArtifactRef | None, str | None]] = []
+    closer = threading.Thread(
+        target=lambda: done.append(stream.close(source_update, total_bytes)),
+        name="sink-close",
+        daemon=True,
+    )
+    closer.start()
+    seen, quiet_since = stream.progress(), time.monotonic()
+    while True:
+        closer.join(0.05)
+        if done:
+            return done[0]
+        now = stream.progress()
+        if now != seen:
+            seen, quiet_since = now, time.monotonic()
+        elif time.monotonic() - quiet_since >= quiet_s:
+            break
+    art = stream.known_id()
+    stuck = f"storage made no headway for {quiet_s:g} s after the command ended"
+    if art is None:
+        return None, f"{stuck}: the artifact was never made"
+    return ArtifactRef(art, "failed", 0, total_bytes or 0, None), (
+        f"{stuck}; the result went without it (the bytes stored so far stay readable; "
+        "the sweep ends the artifact)"
+    )
 
 
 class OutputSink(Protocol):
@@ -108,6 +165,15 @@ class WriterStream:
 
     def write(self, data: bytes | memoryview, newlines: int | None = None) -> None:
         self._writer.write(data, newlines)
+
+    def progress(self) -> int:
+        return self._writer.progress
+
+    def known_id(self) -> str:
+        return self._writer.id
+
+    def would_wait(self, n: int) -> bool:
+        return self._writer.would_wait(n)
 
     def close(
         self, source_update: dict[str, Any], total_bytes: int | None = None
@@ -182,20 +248,28 @@ class DeferredSink:
 
 
 class _DeferredStream:
-    """One stream of a DeferredSink: spooled until its artifact exists, then direct.
+    """One stream of a DeferredSink: spooled while its artifact does not exist or
+    its storage is behind, direct otherwise.
 
-    Ordering: the pump appends to the spool under the lock; the replay thread copies
-    spool ranges into the artifact outside it, and switches the stream to direct
-    writes under the lock once it has caught up, so every byte reaches the
-    artifact once, in order, and the writer is never called by two threads at once."""
+    The pump never waits on storage while the spool has room: until the artifact
+    exists, and whenever a direct write would wait for a free buffer (a stalled
+    object store, a slow server), bytes go to the spool, an unlinked private
+    file, and a replay thread hands them on in order; once it has caught up,
+    writes go direct again. So every byte reaches the artifact once, in order,
+    the writer is never called by two threads at once, and a storage stall
+    costs the command nothing until ``spool_bytes`` are waiting (then it is
+    backpressure, never loss)."""
 
     def __init__(self, owner: DeferredSink, stream: str, source: dict[str, Any]) -> None:
         self._owner = owner
         self._lock = threading.Condition()
         self._spool = -1  # fd of an unlinked private file, made on the first spooled write
-        self._spooled = 0
+        self._spooled = 0  # bytes appended to the spool (its end)
+        self._done = 0  # spool bytes handed to _real
+        self._replayed = 0  # all spooled bytes handed on so far (headway, see progress)
         self._real: SinkStream | None = None
-        self._caught_up = False  # the spool is replayed: writes go to _real directly
+        self._caught_up = False  # nothing waits in the spool: writes go to _real directly
+        self._closing = False
         self._error: str | None = None
         self._opened = threading.Event()
         self._replayer = threading.Thread(
@@ -208,17 +282,37 @@ class _DeferredStream:
         self._opened.wait()
         return self._real.artifact_id if self._real is not None else None
 
+    def progress(self) -> int:
+        real = self._real
+        return self._replayed + (real.progress() if real is not None else 0)
+
+    def known_id(self) -> str | None:
+        real = self._real
+        return real.known_id() if real is not None else None
+
+    def would_wait(self, n: int) -> bool:
+        return False  # (it spools instead)
+
     def write(self, data: bytes | memoryview, newlines: int | None = None) -> None:
         with self._lock:
-            while not self._caught_up and self._error is None:
-                if self._spooled + len(data) <= self._owner.spool_bytes:
-                    self._append_spool_locked(data)
-                    return
-                self._lock.wait()  # the spool is full: backpressure until replayed
-            real, error = self._real, self._error
+            real = self._real if self._caught_up and self._error is None else None
+            if real is not None and real.would_wait(len(data)):
+                # Storage is behind: the bytes wait here, and the replay hands them on.
+                self._caught_up, real = False, None
+            if real is None:
+                while self._error is None:
+                    waiting = self._spooled - self._done
+                    # (An empty spool takes any chunk: one larger than the bound
+                    # would otherwise wait for a replay with nothing to replay.)
+                    if not waiting or waiting + len(data) <= self._owner.spool_bytes:
+                        self._append_spool_locked(data)
+                        self._lock.notify_all()
+                        return
+                    self._lock.wait()  # the spool is full: backpressure until replayed
+            error = self._error
         if error is not None:
             raise StorageUnavailable(error)
-        assert real is not None
+        assert real is not None  # (a spooled write returned above)
         real.write(data, newlines)
 
     def _append_spool_locked(self, data: bytes | memoryview) -> None:
@@ -237,6 +331,7 @@ class _DeferredStream:
                 pos += n
                 view = view[n:]
             self._spooled = pos
+            self._caught_up = False  # (bytes wait here: later ones must follow them)
         except OSError as exc:
             self._fail_locked(f"cannot spool output while storage opens: {exc.strerror}")
             raise StorageUnavailable(self._error or "spool failed") from None
@@ -255,22 +350,35 @@ class _DeferredStream:
             return
         finally:
             self._opened.set()
-        done = 0
+        real = self._real
+        assert real is not None
         try:
             while True:
                 with self._lock:
-                    end = self._spooled
-                    if done == end:
-                        self._caught_up = True
-                        self._lock.notify_all()
-                        break
-                    spool = self._spool
-                while done < end:
-                    chunk = os.pread(spool, min(MiB, end - done), done)
+                    while self._done == self._spooled:
+                        if not self._caught_up:
+                            # Caught up: the spool starts over (its pages are freed)
+                            # and writes go direct until storage is behind again.
+                            self._caught_up = True
+                            self._done = self._spooled = 0
+                            if self._spool >= 0:
+                                os.ftruncate(self._spool, 0)
+                            self._lock.notify_all()
+                        if self._closing or self._error is not None:
+                            return
+                        self._lock.wait()
+                    start, end, spool = self._done, self._spooled, self._spool
+                pos = start
+                while pos < end:
+                    chunk = os.pread(spool, min(MiB, end - pos), pos)
                     if not chunk:
                         raise OSError(0, "spool file shrank")
-                    self._real.write(chunk)
-                    done += len(chunk)
+                    real.write(chunk)
+                    pos += len(chunk)
+                    self._replayed += len(chunk)
+                    with self._lock:
+                        self._done = pos
+                        self._lock.notify_all()  # room in the spool
         except Exception as exc:
             with self._lock:
                 self._fail_locked(failure_reason(exc))
@@ -283,6 +391,9 @@ class _DeferredStream:
     def close(
         self, source_update: dict[str, Any], total_bytes: int | None = None
     ) -> tuple[ArtifactRef | None, str | None]:
+        with self._lock:
+            self._closing = True
+            self._lock.notify_all()
         self._replayer.join()
         if self._real is None:
             return None, self._error

@@ -604,3 +604,72 @@ def test_a_publish_sent_again_after_its_answer_was_lost_counts_once(
     with pytest.raises(BlobNotFound):
         b"".join(store.blobs.read(other, 0, 10))
     assert store.read_bytes(ALICE, info.id, 0, len(data)) == data
+
+
+_MOTO = """
+import sys, time
+import boto3
+from moto.server import ThreadedMotoServer
+port = int(sys.argv[1])
+ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False).start()
+boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
+             aws_access_key_id="t", aws_secret_access_key="t").create_bucket(Bucket="hung")
+print("ready", flush=True)
+while True:
+    time.sleep(60)
+"""
+
+
+def test_a_hung_object_store_costs_the_result_two_seconds_not_minutes(tmp_path: Path) -> None:
+    """The S3 endpoint stops answering (SIGSTOP) 2.5 s into a 5-second command:
+    the command runs at its own pace (its output is spooled, never held on
+    storage) and its result comes at most a couple of seconds after its end,
+    saying storage made no headway; the store's client library's timeouts and
+    retries are not waited for."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.helpers import cli_env, free_port, run_cli
+
+    port = free_port()
+    moto = subprocess.Popen([sys.executable, "-c", _MOTO, str(port)], stdout=subprocess.PIPE)
+    try:
+        assert moto.stdout is not None and moto.stdout.readline() == b"ready\n"
+        env = cli_env(
+            OVERSPILL_HOME=tmp_path / "home",
+            OVERSPILL_BLOB_URL="s3://hung/p",
+            OVERSPILL_S3_ENDPOINT_URL=f"http://127.0.0.1:{port}",
+            AWS_ACCESS_KEY_ID="t",
+            AWS_SECRET_ACCESS_KEY="t",
+            AWS_DEFAULT_REGION="us-east-1",
+        )
+        assert run_cli(env, "put", stdin=b"warm\n").returncode == 0  # the server is up
+        command = "for i in $(seq 1 50); do seq 1 20000; sleep 0.1; done"
+        started = time.monotonic()
+        subprocess.run(["bash", "-c", command], stdout=subprocess.DEVNULL, check=True)
+        alone = time.monotonic() - started
+        started = time.monotonic()
+        run = subprocess.Popen(
+            [sys.executable, "-m", "overspill.api.cli", "run", "--", command],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        time.sleep(2.5)
+        os.kill(moto.pid, signal.SIGSTOP)
+        out, err = run.communicate(timeout=120)
+        took = time.monotonic() - started
+        os.kill(moto.pid, signal.SIGCONT)
+        assert took < alone + 4.0, (took, alone, err)
+        text = out.decode()
+        assert "\n19999\n20000\n\n[output truncated" in text  # the tail, to its end
+        assert "storage made no headway for 2 s after the command ended" in text, text[-600:]
+        assert b"storage made no headway" in err
+    finally:
+        os.kill(moto.pid, signal.SIGCONT)
+        run_cli(cli_env(OVERSPILL_HOME=tmp_path / "home"), "server", "stop")
+        moto.kill()
+        moto.wait()

@@ -145,6 +145,15 @@ class _ListSink:
     def write(self, data: bytes | memoryview, newlines: int | None = None) -> None:
         self.data += data
 
+    def progress(self) -> int:
+        return len(self.data)
+
+    def known_id(self) -> str:
+        return "art_TEST"
+
+    def would_wait(self, n: int) -> bool:
+        return False
+
     def close(
         self, source_update: dict[str, Any], total_bytes: int | None = None
     ) -> tuple[ArtifactRef | None, str | None]:

@@ -61,6 +61,11 @@ class Runtime:
             agent = Principal(name=client.owner, role="agent")
             backend = InProcessClient(store, agent, redaction=redaction)
             sink = StoreSink(store, agent, session_id=session, max_bytes=shell.stream_max_bytes)
+        from overspill.shell import DeferredSink
+
+        # Behind a spool: storage that is slow or stuck never holds a command's pipe.
+        direct = sink
+        sink = DeferredSink(lambda: direct)
         saver = saver_for(backend, shell, session_id=session, redaction=redaction)
         self.tools = ArtifactTools(
             backend,

@@ -96,6 +96,15 @@ class HandoffStream:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         self._fd = os.open(root / f"{self.artifact_id}.out", flags, 0o600)
 
+    def progress(self) -> int:
+        return self._size
+
+    def known_id(self) -> str:
+        return self.artifact_id
+
+    def would_wait(self, n: int) -> bool:
+        return False
+
     def write(self, data: bytes | memoryview, newlines: int | None = None) -> None:
         view = memoryview(data)
         self._offered += len(view)
