@@ -150,7 +150,10 @@ def test_symlinks_and_other_users_files_are_never_taken(machine: Home, tmp_path:
     assert theirs.read_bytes() == b"someone else's\n"
     dry = _rows(machine.adopt("--dry-run", "--json").stdout)
     assert {"path": str(link), "skipped": "a symlink (never followed)"} in dry
-    assert {"path": str(theirs), "skipped": "owned by another user"} in dry
+    # The usual places' scan leaves other users' files out; named, one says why.
+    assert str(theirs) not in json.dumps(dry)
+    named = _rows(machine.adopt(str(theirs), "--dry-run", "--json").stdout)
+    assert {"path": str(theirs), "skipped": "owned by another user"} in named
 
 
 def test_a_path_given_is_adopted_whole_and_nothing_else(machine: Home) -> None:
@@ -163,11 +166,27 @@ def test_a_path_given_is_adopted_whole_and_nothing_else(machine: Home) -> None:
 
 
 def test_the_legacy_spill_file_of_a_stored_output_is_not_stored_twice(machine: Home) -> None:
+    """The scan leaves it out, dry run and run alike; named, it is passed over
+    with the artifact that holds it, by the dry run and the run alike."""
     run = run_cli(machine.env, "run", "--json", "--", "seq 1 100000")
-    spill = json.loads(run.stdout)["stdout"]["spill_path"]
+    out = json.loads(run.stdout)["stdout"]
+    spill, art = out["spill_path"], out["artifact"]["id"]
     assert spill and Path(spill).exists()
-    dry = _rows(machine.adopt("--from", "legacy", "--json").stdout)
-    assert dry[-1]["total"]["adopted"] == 0 and Path(spill).exists()
+    for flags in ((), ("--dry-run",)):
+        rows = _rows(machine.adopt("--from", "legacy", "--json", *flags).stdout)
+        assert spill not in json.dumps(rows)
+        total = rows[-1]["total"]
+        assert total.get("adopted", total.get("files")) == 0, rows
+    why = f"the legacy spill file of {art}, stored already"
+    dry = machine.adopt(spill, "--dry-run")
+    done = machine.adopt(spill)
+    assert f"passing over  {spill}: {why}".encode() in dry.stdout
+    assert f"passing over  {spill}: {why}".encode() in done.stdout
+    assert b"would adopt 0 files" in dry.stderr and b"adopted 0 files" in done.stderr
+    assert b"pass over 1" in dry.stderr and b"passed over 1" in done.stderr
+    rows = _rows(machine.adopt(spill, "--json").stdout)
+    assert {"path": spill, "skipped": why} in rows and rows[-1]["total"]["skipped"] == 1
+    assert Path(spill).exists()
 
 
 def test_a_store_that_cannot_be_reached_removes_nothing(machine: Home) -> None:

@@ -27,12 +27,13 @@ from typing import Any
 
 from overspill.artifacts.errors import OverspillError
 from overspill.artifacts.units import format_bytes
+from overspill.shell.wording import count
 
 from ..client.calls import ApiCalls
 from ..client.files import chunks, not_safe_to_remove
 from ..client.wire import WireClient
 from .context import EXIT_ERROR, CliContext, CliError
-from .leftovers import SOURCES, Leftover, Skipped, find
+from .leftovers import OTHER_USER, SOURCES, Leftover, Skipped, find
 from .progress import Progress, add_quiet
 
 _WORKERS = 4
@@ -65,20 +66,18 @@ def cmd_adopt(ctx: CliContext, args: argparse.Namespace) -> int:
     sources = args.sources or ([] if args.paths else ["all"])
     chosen = list(SOURCES) if "all" in sources else sources
     found = list(find(chosen, args.paths, os.environ))
-    todo = [f for f in found if isinstance(f, Leftover)]
-    skipped = [f for f in found if isinstance(f, Skipped)]
+    client = ctx.client()
+    todo, skipped = _sorted_out(found, ApiCalls(client), scanned=not args.paths)
     total = sum(f.size for f in todo)
     if args.dry_run:
         return _dry_run(todo, skipped, total, args)
-    client = ctx.client()
+    for s in skipped:  # every file passed over, with its reason, as the dry run lists it
+        print(json.dumps({"path": s.path, "skipped": s.why}) if args.json else _passing(s))
     progress = Progress(total, "adopted", data_to_stdout=False, quiet=args.quiet)
     started = time.monotonic()
     done: list[dict[str, Any]] = []
     failed = 0
     for leftover, row in zip(todo, _adopt_all(client, todo, progress, args.remove), strict=True):
-        if "skipped" in row:  # the compatibility layer's copy of a stored output
-            skipped.append(Skipped(leftover.path, str(row["skipped"])))
-            continue
         failed += "error" in row
         done.append(row)
         if args.json:
@@ -105,7 +104,7 @@ def cmd_adopt(ctx: CliContext, args: argparse.Namespace) -> int:
         rate = f", {format_bytes(int(stored / seconds))}/s" if seconds > 0 and stored else ""
         freed = f"; freed {format_bytes(summary['bytes_freed'])}" if args.remove else ""
         print(
-            f"adopted {summary['adopted']} files ({format_bytes(stored)}{rate}){freed}; "
+            f"adopted {count(summary['adopted'], 'file')} ({format_bytes(stored)}{rate}){freed}; "
             f"passed over {len(skipped)}" + (f"; {failed} failed" if failed else ""),
             file=sys.stderr,
         )
@@ -126,10 +125,6 @@ def _adopt_all(
         api = getattr(local, "api", None)
         if api is None:
             api = local.api = ApiCalls(client.with_headers({}))
-        held_by = _held_by(api, leftover)
-        if held_by is not None:
-            progress.advance(leftover.size)
-            return {"skipped": f"the legacy spill file of {held_by}"}
         try:
             return _adopt(api, leftover, progress, remove=remove)
         except (CliError, OverspillError) as exc:
@@ -149,17 +144,14 @@ def _dry_run(
         else:
             print(f"would adopt  {format_bytes(f.size):>9}  {f.source:<11}  {f.path}")
     for s in skipped:
-        if args.json:
-            print(json.dumps({"path": s.path, "skipped": s.why}))
-        else:
-            print(f"passing over  {s.path}: {s.why}")
+        print(json.dumps({"path": s.path, "skipped": s.why}) if args.json else _passing(s))
     freed = total if args.remove else 0
     if args.json:
         print(json.dumps({"total": {"files": len(todo), "bytes": total, "bytes_freed": freed}}))
     else:
         what = f", freeing {format_bytes(freed)}" if args.remove else ""
         print(
-            f"would adopt {len(todo)} files ({format_bytes(total)}){what}; "
+            f"would adopt {count(len(todo), 'file')} ({format_bytes(total)}){what}; "
             f"would pass over {len(skipped)}",
             file=sys.stderr,
         )
@@ -208,6 +200,33 @@ def _adopt(
             os.unlink(leftover.path)
             row["removed"], row["freed"] = True, leftover.size
     return row
+
+
+def _passing(s: Skipped) -> str:
+    return f"passing over  {s.path}: {s.why}"
+
+
+def _sorted_out(
+    found: list[Leftover | Skipped], api: ApiCalls, *, scanned: bool
+) -> tuple[list[Leftover], list[Skipped]]:
+    """What to adopt and what is passed over (and why), the same for a dry run
+    and a run. A scan of the usual places (``scanned``) leaves out, unlisted,
+    the spill files of outputs the store holds already (adopting one would
+    store the output twice) and other users' files: neither is the caller's to
+    take. Named PATHs are listed with the reason."""
+    todo: list[Leftover] = []
+    skipped: list[Skipped] = []
+    for f in found:
+        if isinstance(f, Skipped):
+            if not (scanned and f.why == OTHER_USER):
+                skipped.append(f)
+            continue
+        held_by = _held_by(api, f)
+        if held_by is None:
+            todo.append(f)
+        elif not scanned:
+            skipped.append(Skipped(f.path, f"the legacy spill file of {held_by}, stored already"))
+    return todo, skipped
 
 
 def _held_by(api: ApiCalls, leftover: Leftover) -> str | None:

@@ -41,6 +41,9 @@ class Leftover:
     inode: int
 
 
+OTHER_USER = "owned by another user"
+
+
 @dataclass(frozen=True)
 class Skipped:
     path: str
@@ -112,7 +115,7 @@ def _check(path: str, source: str, uid: int, held: set[tuple[int, int]]) -> Left
     if not stat.S_ISREG(st.st_mode):
         return Skipped(path, "not a regular file")
     if st.st_uid != uid:
-        return Skipped(path, "owned by another user")
+        return Skipped(path, OTHER_USER)
     if (st.st_dev, st.st_ino) in held:
         return Skipped(path, "open in a running process")
     return Leftover(path, source, st.st_size, st.st_mtime, st.st_dev, st.st_ino)
