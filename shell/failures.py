@@ -134,7 +134,8 @@ class FailureScan:
 
     def __init__(self, matcher: FailureMatcher, *, keep_from: int = 0) -> None:
         self.matcher = matcher
-        self._regex = matcher.regex
+        # RE2 is imported and the pattern compiled at the first block that holds a
+        # literal (never, for most outputs: ~5 ms of a harness's shell call).
         self._literals: LiteralFinder | None = None
         if matcher.literals:
             import stringzilla  # (rfind on a memoryview, without copying it)
@@ -213,7 +214,7 @@ class FailureScan:
 
     def _scan_lines(self, data: bytes, base: int, end: int) -> None:
         """The complete lines ``data[:end]``; the first may be the rest of the open line."""
-        regex = self._regex
+        regex = self.matcher.regex
         line, counted, pos = self._line, 0, 0
         while pos < end:
             m = regex.search(data, pos, end)
@@ -235,7 +236,7 @@ class FailureScan:
     def _scan_open(self) -> None:
         if self._line_hit:
             return
-        m = self._regex.search(self._open)
+        m = self.matcher.regex.search(self._open)
         if m is not None:
             self._line_hit = True
             self._hit(self._line, self._line_start, self._open, 0, len(self._open), m.start())
