@@ -28,6 +28,15 @@ FIRST_PAUSE_S = 0.05
 LONGEST_PAUSE_S = 0.5
 
 
+_attempts = 0
+
+
+def attempts() -> int:
+    """Retries made in this process so far: a caller waiting on storage counts
+    them as headway (a retry is storage working, not storage stuck)."""
+    return _attempts
+
+
 def retrying(
     call: Callable[[], T], within_s: float, give_up: Callable[[], bool] | None = None
 ) -> T:
@@ -42,5 +51,7 @@ def retrying(
         except DatabaseUnavailable:
             if time.monotonic() + pause > deadline or (give_up is not None and give_up()):
                 raise
+            global _attempts
+            _attempts += 1
             time.sleep(pause)
             pause = min(pause * 2, LONGEST_PAUSE_S)

@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .background import BackgroundJob
     from .config import ShellSettings
+    from .deferred import DeferredSink
     from .executor import Executor
     from .process import SpawnError
     from .render import parse_exit_status
     from .results import ArtifactRef, CollectedOutput, ExecResult
-    from .sink import DeferredSink, OutputSink, StoreSink
+    from .sink import OutputSink, StoreSink
     from .spec import ExecRequest, InvalidRequest
 
 _LAZY = {
@@ -37,7 +38,7 @@ _LAZY = {
     "ArtifactRef": "overspill.shell.results",
     "CollectedOutput": "overspill.shell.results",
     "ExecResult": "overspill.shell.results",
-    "DeferredSink": "overspill.shell.sink",
+    "DeferredSink": "overspill.shell.deferred",
     "OutputSink": "overspill.shell.sink",
     "StoreSink": "overspill.shell.sink",
     "ExecRequest": "overspill.shell.spec",

@@ -127,7 +127,7 @@ def test_a_file_a_process_holds_open_is_passed_over(machine: Home) -> None:
         assert {"path": str(path), "skipped": "open in a running process"} in _rows(done.stdout)
         done = machine.adopt("--remove")
         assert done.returncode == 0 and path.exists()
-    assert "1 files" in machine.adopt("--remove").stderr.decode() and not path.exists()
+    assert "adopted 1 file " in machine.adopt("--remove").stderr.decode() and not path.exists()
 
 
 def test_symlinks_and_other_users_files_are_never_taken(machine: Home, tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from overspill.artifacts.errors import StorageUnavailable
 from overspill.artifacts.queries import LineQuery, ListQuery, TailQuery
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell import ExecRequest, Executor, ShellSettings, SpawnError, StoreSink
-from overspill.shell.sink import DeferredSink
+from overspill.shell.deferred import DeferredSink
 from tests.helpers import ALICE
 
 FAST = dict(grace_ms=300, legacy_spill=True)

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from overspill.shell.sink import DeferredSink, OutputSink
+from overspill.shell.deferred import DeferredSink
+from overspill.shell.sink import OutputSink
 
 if TYPE_CHECKING:
     from ..settings import Settings
