@@ -395,6 +395,7 @@ def info_of(row: Artifact, now: datetime) -> ArtifactInfo:
         delete_reason=row.delete_reason,
         stored_bytes=charged(row.stored_bytes, row.size_bytes),
         compressed=row.stored_bytes is not None and row.state not in GONE_STATES,
+        shown_bytes=row.shown_bytes,
     )
 
 

@@ -148,6 +148,7 @@ class Ingest(Part):
                 # Uploads over HTTP hold no token but do hold a lease: every append
                 # renews it, and a client that vanishes leaves an incomplete artifact.
                 lease_expires_at=now + timedelta(seconds=self.settings.lease_seconds),
+                harness=_harness(source, owner_name),
             )
             s.add(row)
             bump_usage(s, row.owner, 0, 1)
@@ -242,3 +243,12 @@ class Ingest(Part):
             hashed_size=content.size,
         )
         return self._catalog.get(principal, artifact_id)
+
+
+def _harness(source: dict[str, Any] | None, owner: str) -> str | None:
+    """The harness an output was made in: its hook's name, else an agent owner's
+    (``agent:claude-code`` is the owner ``install`` writes for Claude Code)."""
+    named = (source or {}).get("harness")
+    if isinstance(named, str) and named:
+        return named[:50]
+    return owner[len("agent:") :][:50] if owner.startswith("agent:") else None

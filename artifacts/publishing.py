@@ -247,6 +247,8 @@ class Publisher(Part):
         state, total, sha, error, source_update = ending
         source_update = dict(source_update or {})
         spill = source_update.pop("spill", None)
+        # What the output's maker showed a model inline (the ledger's column).
+        shown = source_update.pop("shown_bytes", None)
         if (
             not local_writer
             or not isinstance(spill, dict)
@@ -279,6 +281,8 @@ class Publisher(Part):
                     f"{row.size_bytes} of {total} bytes were stored; the rest never arrived"
                 )
             row.state = state
+            if isinstance(shown, int) and shown >= 0:
+                row.shown_bytes = (row.shown_bytes or 0) + shown
             if source_update:
                 row.source = {**(row.source or {}), **source_update}
             redactions = source_update.get("redactions")

@@ -32,13 +32,18 @@ from .records import (
 )
 
 if TYPE_CHECKING:
+    from .ledger import Ledger
     from .search_pool import Lookahead, SearchPool
 
 
 class Reader(Part):
-    def __init__(self, ctx: StoreContext, catalog: Catalog) -> None:
+    """Every read a principal makes is counted in the ledger (what of an output
+    was read back, by which tool, in which conversation; never its content)."""
+
+    def __init__(self, ctx: StoreContext, catalog: Catalog, ledger: Ledger) -> None:
         super().__init__(ctx)
         self._catalog = catalog
+        self._ledger = ledger
         self._pool: SearchPool | None = None
 
     @property
@@ -88,14 +93,19 @@ class Reader(Part):
                 f"{self.settings.read_max_bytes} bytes"
             )
         _, content = self._readable(principal, artifact_id)
-        return content.read(start, end)
+        data = content.read(start, end)
+        self._ledger.note(principal, artifact_id, len(data), data.count(b"\n"))
+        return data
 
     def text(
         self, principal: Principal, artifact_id: str, offset: int = 0, limit: int | None = None
     ) -> TextWindow:
         info, content = self._readable(principal, artifact_id)
         limit = self._bound(limit)
-        return _stated(reads.text_window(content, offset, limit, complete=info.complete), info)
+        window = reads.text_window(content, offset, limit, complete=info.complete)
+        lines = window.last_line - window.first_line + 1 if window.next_offset > offset else 0
+        self._ledger.note(principal, artifact_id, window.next_offset - offset, lines)
+        return _stated(window, info)
 
     def lines(self, principal: Principal, artifact_id: str, query: LineQuery) -> LineWindow:
         info, content = self._readable(principal, artifact_id)
@@ -106,6 +116,8 @@ class Reader(Part):
             max_bytes=self._bound(query.max_bytes),
             complete=info.complete,
         )
+        shown = sum(len(line.text.encode()) + 1 for line in window.lines)
+        self._ledger.note(principal, artifact_id, shown, len(window.lines))
         return _stated(window, info)
 
     def tail(self, principal: Principal, artifact_id: str, query: TailQuery) -> TailWindow:
@@ -118,7 +130,14 @@ class Reader(Part):
             max_bytes=self._bound(query.max_bytes),
             complete=info.complete,
         )
+        lines = window.last_line - window.line + 1 if window.text else 0
+        self._ledger.note(principal, artifact_id, content.size - window.offset, lines)
         return _stated(window, info)
+
+    def note_download(self, principal: Principal, info: ArtifactInfo, start: int, end: int) -> None:
+        """A download of bytes [start, end) (its lines are known for a whole one)."""
+        lines = info.line_count if start == 0 and end >= info.size_bytes else 0
+        self._ledger.note(principal, info.id, max(0, end - start), lines)
 
     def listed_contents(self, infos: list[ArtifactInfo]) -> dict[str, Content]:
         """The contents of rows a listing of the principal just returned (so no
@@ -197,7 +216,10 @@ class Reader(Part):
 
         grep_patterns.finder_for(query.pattern, ignore_case=query.ignore_case, fixed=query.fixed)
         info, content = self._readable(principal, artifact_id)  # after: fail fast on a bad regex
-        return self.grep_content(info, content, query, scan_bytes=scan_bytes, max_bytes=max_bytes)
+        found = self.grep_content(info, content, query, scan_bytes=scan_bytes, max_bytes=max_bytes)
+        shown = sum(len(m.line.text.encode()) + 1 for m in found.matches)
+        self._ledger.note(principal, artifact_id, shown, len(found.matches))
+        return found
 
     def grep_lines(
         self, principal: Principal, artifact_id: str, query: GrepLinesQuery
@@ -216,7 +238,21 @@ class Reader(Part):
             "total_bytes": max(info.total_bytes, content.size),
             "error": info.error,
         }
-        return info, grep_text.grep_lines(content, query, about=about)
+        rows = grep_text.grep_lines(content, query, about=about)
+        return info, self._counted(principal, artifact_id, rows)
+
+    def _counted(
+        self, principal: Principal, artifact_id: str, rows: Iterator[bytes]
+    ) -> Iterator[bytes]:
+        """``rows`` as they go out, counted in the ledger when the stream ends."""
+        nbytes = nlines = 0
+        try:
+            for row in rows:
+                nbytes += len(row)
+                nlines += row.count(b"\n")
+                yield row
+        finally:
+            self._ledger.note(principal, artifact_id, nbytes, nlines)
 
     def _bound(self, value: int | None) -> int:
         cap = self.settings.read_max_bytes

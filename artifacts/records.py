@@ -61,6 +61,9 @@ class ArtifactInfo(_Record):
     # of the same owner count there). Quotas and usage count this.
     stored_bytes: int | None = None
     compressed: bool = False
+    # The bytes of this output a model was shown inline when it was made (None:
+    # not an output a model was shown a view of); see artifacts/ledger.py.
+    shown_bytes: int | None = None
 
     @property
     def complete(self) -> bool:

@@ -42,6 +42,7 @@ from .db.unit import Database
 from .errors import ConfigurationError, InvalidArgument, StorageUnavailable
 from .home import ensure_home
 from .ingest import Ingest
+from .ledger import Ledger, ReadCount, Stats
 from .policies import Policies
 from .publishing import Publisher
 from .queries import GrepLinesQuery, GrepQuery, LineQuery, ListQuery, SearchQuery, TailQuery
@@ -85,7 +86,8 @@ class ArtifactStore:
         self.sweeper = Sweeper(self.ctx)
         self.tokens = TokenStore(self.db, self.ctx.clock)
         self.catalog = Catalog(self.ctx, self.sweeper)
-        self.reader = Reader(self.ctx, self.catalog)
+        self.ledger = Ledger(self.ctx)
+        self.reader = Reader(self.ctx, self.catalog, self.ledger)
         self.publisher = Publisher(self.ctx, self.quotas, self.sweeper)
         self.compactor = Compactor(self.ctx)
         self.ingest = Ingest(self.ctx, self.quotas, self.catalog, self.reader, self.publisher)
@@ -205,6 +207,17 @@ class ArtifactStore:
             principal, artifact_id, query, max_bytes=max_bytes, scan_bytes=scan_bytes
         )
 
+    # -- the context ledger (ledger) ---------------------------------------------------
+
+    def stats(self, principal: Principal, **query: Any) -> Stats:
+        """What outputs kept out of models' contexts and what was read back."""
+        return self.ledger.stats(principal, **query)
+
+    def reads_of(self, principal: Principal, artifact_id: str) -> Sequence[ReadCount]:
+        """An artifact's read-backs (another owner's is as missing as a missing one)."""
+        self.catalog.get(principal, artifact_id)
+        return self.ledger.reads_of(artifact_id)
+
     def search(self, principal: Principal, query: SearchQuery) -> SearchResult:
         """One pattern across the principal's own outputs (see ``search.py``)."""
         from .search import search
@@ -252,6 +265,7 @@ class ArtifactStore:
 
     def close(self) -> None:
         self.reader.close()
+        self.ledger.close()
         self.engine.dispose()
 
     def _read(self) -> AbstractContextManager[Session]:

@@ -300,12 +300,14 @@ class OutputCollector:
             source_update = {**source_update, "redactions": {"off": True}}
         spill_path = self._spill.close() if self._spill is not None else None
         artifact: ArtifactRef | None = None
+        shown = self.shown_text()
         if self._sink is not None:
             # The spill file follows its artifact (deleted with it) where the store
-            # is on this machine; a remote store drops the path.
-            update = source_update
+            # is on this machine; a remote store drops the path. What the model is
+            # shown of it inline goes to the context ledger.
+            update = {**source_update, "shown_bytes": len(shown.encode())}
             if spill_path is not None:
-                update = {**source_update, "spill": {"path": spill_path, "bytes": self._total}}
+                update = {**update, "spill": {"path": spill_path, "bytes": self._total}}
             from .sink import close_bounded
 
             artifact, error = close_bounded(self._sink, update, self._total)
@@ -314,7 +316,7 @@ class OutputCollector:
             if artifact is not None and self.storage_error and artifact.state == "writing":
                 artifact = artifact._replace(state="failed")
         self._result = CollectedOutput(
-            text=self.shown_text(),
+            text=shown,
             truncated=self.truncated,
             skipped_bytes=self._partial_first_line(),
             total_bytes=self._total,

@@ -926,3 +926,42 @@ def test_a_malformed_id_gets_a_clear_page_and_failures_show_as_badges(
     page.wait_for_selector("h1:has-text('Not an artifact id')")
     page.goto(f"{site.url}/")
     page.wait_for_selector(f"tr[data-id='{failed}'] .badge.exit-failed:has-text('exit 3')")
+
+
+def test_a_session_page_lists_what_the_model_saw_and_read_back(page: Any, site: Site) -> None:
+    """The context ledger in the pages: a conversation's outputs in order with
+    what the model was shown and read back, the totals on the front page, and
+    the read-backs on an output's own page (a person's look counted apart)."""
+    from overspill.api.agent.tools import ArtifactTools
+    from overspill.api.client.in_process import InProcessClient
+    from overspill.shell import ExecRequest, Executor, ShellSettings, StoreSink
+
+    sink = StoreSink(site.store, ALICE, session_id="conv-ui")
+    ex = Executor(ShellSettings(max_output_bytes=2_000, grace_ms=300, legacy_spill=False), sink)
+    made = [ex.run(ExecRequest(command=c)).stdout.artifact for c in ("seq 1 50000", "seq 1 3000")]
+    first, _ = (a.id for a in made if a is not None)
+    tools = ArtifactTools(InProcessClient(site.store, ALICE), session_id="conv-ui")
+    for offset in (0, 1000):
+        tools.handle("artifact_read", {"id": first, "offset": offset, "limit": 1000})
+    site.store.ledger.flush()
+    sign_in(page, site, site.alice, "/sessions/conv-ui")
+    page.wait_for_selector("table.session tbody tr")
+    rows = page.locator("table.session tbody tr")
+    assert rows.count() == 2
+    assert rows.nth(0).locator("td").nth(0).inner_text() == first  # in the order made
+    assert rows.nth(0).locator("td").nth(4).inner_text() == "2\u00d7 (1.95 KiB)"  # 2,000 bytes
+    assert rows.nth(1).locator("td").nth(4).inner_text() == "never"
+    assert "Kept out of context in this session" in page.inner_text("#ledger")
+    page.goto(f"{site.url}/")
+    page.wait_for_selector("#ledger .ledger-bar")
+    assert "read back 2 times" in page.inner_text("#ledger")
+    page.goto(f"{site.url}/artifacts/{first}")
+    page.wait_for_selector("dl.meta:has-text('Read back')")
+    page.wait_for_selector("dl.meta:has-text('artifact_read \u00d72')")
+    meta = page.inner_text("dl.meta")
+    assert "Shown inline" in meta and "kept out of the model's context" in meta
+    # The page's own reads are a person's: they never count as the model's.
+    site.store.ledger.flush()
+    reads = site.store.reads_of(ALICE, first)
+    assert sum(r.reads for r in reads if r.tool == "artifact_read") == 2
+    assert any(r.tool == "ui" for r in reads)

@@ -228,7 +228,10 @@ def tail_view(
 
     size = int(info["size_bytes"])
     start = max(0, size - window)
-    tail = b"".join(calls.content(info["id"], start, size))
+    from overspill.artifacts.read_context import SHOWN, reading_as
+
+    with reading_as(SHOWN):  # what the model is shown: the ledger counts it so
+        tail = b"".join(calls.content(info["id"], start, size))
     total = int(info.get("total_bytes") or size)
     lines = int(info.get("line_count") or 0)
     newlines = lines - (0 if tail.endswith(b"\n") or not lines else 1)

@@ -70,6 +70,7 @@ VERBS = {
     "rm": "manage",
     "pin": "manage",
     "retain": "manage",
+    "stats": "stats",
     "usage": "admin",
     "token": "admin",
     "retention": "admin",
@@ -231,7 +232,11 @@ def _dispatch(args: argparse.Namespace, argv: list[str]) -> int:
         ctx = CliContext(settings, argv)
         for note in settings.warnings:
             ctx.warn(note)
-        return handler(args)(ctx, args)
+        from overspill.artifacts.read_context import reading_as
+
+        # What the verb reads is the verb's, in this conversation (the ledger).
+        with reading_as(args.verb, settings.client.session_id):
+            return handler(args)(ctx, args)
     except (OverspillError, CliError) as exc:
         text = getattr(exc, "message", None) or str(exc)
         message = text.strip().splitlines()[0] if text.strip() else type(exc).__name__

@@ -130,6 +130,16 @@ class ApiCalls:
 
     # -- admin -------------------------------------------------------------------------
 
+    # -- the context ledger --------------------------------------------------------------
+
+    def stats(self, params: dict[str, Any]) -> JSON:
+        answer: JSON = self.http.json("GET", "/v1/stats", params=params)
+        return answer
+
+    def reads(self, artifact_id: str) -> builtins.list[JSON]:
+        answer: builtins.list[JSON] = self.http.json("GET", f"{_art(artifact_id)}/reads")
+        return answer
+
     def usage(self) -> builtins.list[JSON]:
         answer: builtins.list[JSON] = self.http.json("GET", "/v1/admin/usage")
         return answer

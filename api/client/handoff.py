@@ -188,7 +188,8 @@ def _store(manifest: Path, data: Path, calls: ApiCalls) -> None:
     if not isinstance(meta, dict):
         raise ValueError("a hand-off's description is not an object")
     artifact_id = check_artifact_id(str(meta.get("id")))
-    source = meta.get("source") if isinstance(meta.get("source"), dict) else {}
+    source = dict(meta["source"]) if isinstance(meta.get("source"), dict) else {}
+    shown = source.pop("shown_bytes", None)  # the ledger's, recorded with the end
     calls.create(
         id=artifact_id,
         kind="output",
@@ -200,6 +201,10 @@ def _store(manifest: Path, data: Path, calls: ApiCalls) -> None:
     with os.fdopen(fd, "rb") as f:
         stored = calls.upload(artifact_id, chunks(f, hashlib.sha256()), complete=False)
     size = int(stored.get("size_bytes", 0))
-    final = calls.complete(artifact_id, total_bytes=max(size, int(meta.get("total_bytes") or 0)))
+    final = calls.complete(
+        artifact_id,
+        total_bytes=max(size, int(meta.get("total_bytes") or 0)),
+        source={"shown_bytes": shown} if isinstance(shown, int) else {},
+    )
     if meta.get("sha256") and final.get("sha256") not in (None, meta["sha256"]):
         raise ValueError(f"{artifact_id} was stored with other bytes than the command printed")

@@ -34,6 +34,7 @@ from overspill.artifacts.errors import (
     StorageUnavailable,
     error_from_wire,
 )
+from overspill.artifacts.read_context import headers as reading_headers
 
 _READ = 256 * 1024
 _MAX_HEADER = 64 * 1024
@@ -410,7 +411,8 @@ class WireClient:
         if ep.port and ep.port not in (80, 443):
             host = f"{host}:{ep.port}"
         head = [f"{method} {target} HTTP/1.1", f"Host: {host}", "Accept: application/json"]
-        for name, value in {**self._headers, **extra}.items():
+        # (Which tool reads, for the server's context ledger: read_context.)
+        for name, value in {**self._headers, **reading_headers(), **extra}.items():
             head.append(f"{name}: {value}")
         if body is None:
             if method in ("POST", "PUT", "PATCH"):

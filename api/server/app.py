@@ -28,6 +28,7 @@ from .limits import PrincipalLimit
 from .metrics import Metrics
 from .routes import admin as routes_admin
 from .routes import artifacts as routes_artifacts
+from .routes import ledger as routes_ledger
 from .routes import ops as routes_ops
 from .routes import reads as routes_reads
 from .routes import results as routes_results
@@ -103,6 +104,7 @@ def create_app(
     app.include_router(routes_results.router)
     app.include_router(routes_admin.router)
     app.include_router(routes_ops.router)
+    app.include_router(routes_ledger.router)
     mcp = None
     if local:
         from .routes import local as routes_local
@@ -148,6 +150,9 @@ def create_app(
             hosts=hosts_for(bound_host, server.allowed_hosts),
             origins=origins_for(server.allowed_origins),
         )
+    from .read_headers import ReadingFromHeaders
+
+    app.add_middleware(ReadingFromHeaders)
     app.add_middleware(_Tracked, activity=app.state.activity)  # added last: outermost
     return app
 

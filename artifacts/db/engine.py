@@ -23,7 +23,7 @@ from ..home import describe_os_error
 WRITE_LOCK = "overspill_write_lock"
 """Execution option: this transaction reads then writes; lock up front on SQLite."""
 
-SCHEMA_HEAD = "0006"
+SCHEMA_HEAD = "0007"
 """The newest revision in migrations/versions (a test keeps the two in step)."""
 
 

@@ -102,6 +102,11 @@ class Artifact(Base):
     # another artifact of its owner are counted there); NULL: not compacted, its
     # blobs hold size_bytes.
     stored_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    # The context ledger (artifacts/ledger.py): the bytes of this output a model
+    # was shown inline when it was made (NULL: not an output a model was shown),
+    # and the harness it was made in (its hook's name, or an agent owner's).
+    shown_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    harness: Mapped[str | None] = mapped_column(String(50))
 
     __table_args__ = (
         Index("ix_artifacts_owner_created", "owner", "created_at", "id"),
@@ -149,6 +154,28 @@ class Segment(Base):
         Index("ix_segments_blob_key", "blob_key"),
         Index("ix_segments_digest", "digest"),
     )
+
+
+class ReadBack(Base):
+    """What was read back of an output, counted per reader, conversation and tool
+    (one row each, updated in place: bounded by outputs x readers x tools, never
+    by reads). Counts only, never content; goes with its artifact's row."""
+
+    __tablename__ = "read_backs"
+
+    artifact_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("artifacts.id", ondelete="CASCADE"), primary_key=True
+    )
+    reader: Mapped[str] = mapped_column(String(200), primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(200), primary_key=True)  # "" for none
+    tool: Mapped[str] = mapped_column(String(40), primary_key=True)
+    reads: Mapped[int] = mapped_column(BigInteger, default=0)
+    bytes: Mapped[int] = mapped_column(BigInteger, default=0)
+    lines: Mapped[int] = mapped_column(BigInteger, default=0)
+    first_at: Mapped[datetime]
+    last_at: Mapped[datetime]
+
+    __table_args__ = (Index("ix_read_backs_session", "session_id", "artifact_id"),)
 
 
 class OwnerUsage(Base):

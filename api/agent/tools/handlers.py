@@ -7,7 +7,7 @@ has now seen the end of the *output* (not only of what is stored: a capped or
 failed artifact holds less than was produced), and the exact call that
 continues it, written as ``tool {JSON}`` so it works when copied.
 
-About 480 lines because the tools share one class and its composing helpers:
+About 560 lines because the tools share one class and its composing helpers:
 each tool's answer is a dozen lines of wording that differ just where the tools
 do (bytes, hex, lines, tail, grep, info, list, save), and apart they would each
 re-import the same answer helpers and the same argument checks.
@@ -162,9 +162,12 @@ class ArtifactTools:
         if schema is None:
             known = ", ".join(self._schemas)
             return ToolResult(tool_error(f"there is no tool {name[:100]!r}; tools: {known}"), True)
+        from overspill.artifacts.read_context import reading_as
+
         try:
             args = check_arguments(name, schema, arguments)
-            return handlers[name](args)
+            with reading_as(name, self._session):  # the reads it makes, for the ledger
+                return handlers[name](args)
         except ToolArgumentError as exc:
             return ToolResult(tool_error(str(exc)), True)
         except Gone as exc:

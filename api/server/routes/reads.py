@@ -158,6 +158,8 @@ def download_content(
         length = content.size if info.complete else "*"
         headers["Content-Range"] = f"bytes {start}-{end - 1}/{length}"
     headers["Content-Length"] = str(end - start)
+    if request.method == "GET":  # (the context ledger: a download is a read-back)
+        store.reader.note_download(who, info, start, end)
     # A large range or a whole download holds a worker thread per chunk for as
     # long as it streams: counted against the principal's expensive reads.
     release = _expensive(request, who) if end - start > LARGE_READ_BYTES else None

@@ -102,6 +102,10 @@ def make_router() -> APIRouter:
     def artifact_page(artifact_id: str, request: Request) -> Response:
         return _serve(request, shell)
 
+    @router.get("/sessions/{session_id}")
+    def session_page(session_id: str, request: Request) -> Response:
+        return _serve(request, shell)
+
     @router.get("/static/{name}")
     def static(name: str, request: Request) -> Response:
         asset = assets.get(name) if _ASSET_NAME.match(name) else None

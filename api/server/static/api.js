@@ -37,7 +37,9 @@ function query(params) {
 }
 
 export async function api(method, path, { params = {}, body, token = getToken(), signal } = {}) {
-  const headers = { Accept: "application/json" };
+  // "ui": what these pages read is a person's look, not a model's read-back
+  // (the server's context ledger counts the two apart).
+  const headers = { Accept: "application/json", "X-Overspill-Tool": "ui" };
   if (token) headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let response;

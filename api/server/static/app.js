@@ -96,9 +96,13 @@ async function start() {
   try {
     const path = location.pathname;
     const match = path.match(/^\/artifacts\/([^/]+)$/);
+    const session = path.match(/^\/sessions\/([^/]+)$/);
     if (match) {
       const { render } = await import("./artifact.js");
       await render(main, me, decodeURIComponent(match[1]));
+    } else if (session) {
+      const { render } = await import("./session.js");
+      await render(main, me, decodeURIComponent(session[1]));
     } else if (path === "/admin") {
       const { render } = await import("./admin.js");
       await render(main, me);

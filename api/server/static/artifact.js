@@ -32,7 +32,24 @@ function redactionNote(r) {
     "each * at its own length, offsets unchanged";
 }
 
-function metadata(a) {
+// What was read back of the output afterwards (the context ledger), by tool;
+// the web pages' own views apart.
+function readBacks(reads) {
+  if (!reads) return null;
+  const byTool = new Map();
+  let times = 0, bytes = 0, views = 0;
+  for (const r of reads) {
+    if (r.tool === "ui") { views += r.reads; continue; }
+    times += r.reads;
+    bytes += r.bytes;
+    byTool.set(r.tool, (byTool.get(r.tool) || 0) + r.reads);
+  }
+  const tools = [...byTool].map(([t, n]) => `${t} ×${n}`).join(", ");
+  const said = times ? `${times} ${times === 1 ? "time" : "times"} (${formatBytes(bytes)}): ${tools}` : "never";
+  return views ? `${said}; viewed here ${views}×` : said;
+}
+
+function metadata(a, reads = null) {
   const src = a.source || {};
   const rows = [
     ["Id", h("code", {}, a.id)],
@@ -46,6 +63,10 @@ function metadata(a) {
           (a.size_bytes ? ` (${(a.stored_bytes * 100 / a.size_bytes).toFixed(1)}% of the output)` : "")]
       : null,
     ["Lines", a.line_count.toLocaleString("en")],
+    a.shown_bytes !== null && a.shown_bytes !== undefined
+      ? ["Shown inline", `${formatBytes(a.shown_bytes)} when it was made; ${formatBytes(Math.max(0, a.total_bytes - a.shown_bytes))} kept out of the model's context`]
+      : null,
+    ["Read back", readBacks(reads)],
     ["Command", src.command ? h("code", {}, visible(src.command)) : null],
     ["Stream", src.stream],
     ["Exit", exitBadge(src)],
@@ -179,7 +200,9 @@ export async function render(main, me, id) {
   }
   document.title = `${title(a).slice(0, 60)} · overspill`;
   const base = `/v1/artifacts/${encodeURIComponent(a.id)}`;
+  let reads = null;
   const metaBox = h("section", { class: "card", "aria-label": "Metadata" }, metadata(a));
+  get(`${base}/reads`).then((r) => { reads = r; fill(metaBox, metadata(a, reads)); }).catch(() => {});
   const live = h("span", { class: "live", role: "status" });
   const heading = h("h1", { class: "title" }, visible(title(a)));
 
@@ -560,7 +583,7 @@ export async function render(main, me, id) {
         const fresh = await get(base);
         const grew = fresh.size_bytes !== a.size_bytes || fresh.state !== a.state;
         a = fresh;
-        fill(metaBox, metadata(a));
+        fill(metaBox, metadata(a, reads));
         if (grew && overview.loaded && follow.checked) await refreshOverview();
         if (a.state !== "writing") {
           clearInterval(timer);

@@ -152,7 +152,7 @@ export async function render(main, me) {
     flash(err.message, "error");
   }
   const gone = filters.state === "expired" || filters.state === "deleted";
-  const [page, usage] = await Promise.all([
+  const [page, usage, ledger] = await Promise.all([
     get("/v1/artifacts", {
       session_id: filters.session_id,
       owner: me.role === "admin" ? filters.owner : null,
@@ -166,6 +166,7 @@ export async function render(main, me) {
       cursor: filters.cursor,
     }),
     me.role === "admin" ? get("/v1/admin/usage").catch(() => []) : Promise.resolve([]),
+    get("/v1/stats", { since_s: 7 * 86400, limit: 3 }).catch(() => null),  // a help, never a blocker
   ]);
   const items = page.items;
   const selected = new Set();
@@ -218,7 +219,8 @@ export async function render(main, me) {
       a.total_bytes > a.size_bytes ? h("div", { class: "muted small" }, `of ${formatBytes(a.total_bytes)} printed`) : null),
     sourceCell(a),
     h("td", { "data-label": "Owner" }, a.owner),
-    h("td", { "data-label": "Session" }, a.session_id || "—"),
+    h("td", { "data-label": "Session" }, a.session_id
+      ? h("a", { href: `/sessions/${encodeURIComponent(a.session_id)}` }, a.session_id) : "—"),
     h("td", { "data-label": "State" }, stateBadge(a.state)),
     h("td", { "data-label": "Created" }, timeCell(a.created_at)),
     expiresCell(a)));
@@ -241,8 +243,9 @@ export async function render(main, me) {
     filters.cursor ? h("a", { href: urlFor({ ...filters, cursor: "" }), class: "button" }, "← First page") : null,
     page.next_cursor ? h("a", { href: urlFor({ ...filters, cursor: page.next_cursor }), class: "button", rel: "next" }, "Next page →") : null);
 
-  fill(main, 
+  fill(main,
     h("h1", {}, "Large outputs"),
+    ledger ? ledgerCard(ledger) : null,
     filterForm(filters, me, usage.map((u) => u.owner)),
     h("p", { class: "summary", id: "summary" },
       `${items.length} on this page`,
@@ -252,4 +255,27 @@ export async function render(main, me) {
     table,
     pager,
   );
+}
+
+// The context ledger: what models were shown inline beside what overspill kept
+// out of their context, as one bar, and the read-backs. (Widths go through
+// the CSSOM: the pages' CSP refuses style attributes.)
+export function ledgerCard(s, title = "Kept out of context, last 7 days") {
+  const total = s.bytes_shown + s.bytes_kept_out;
+  const part = (cls, n) => {
+    const el = h("span", { class: cls });
+    el.style.width = `${(total ? (100 * n) / total : 0).toFixed(1)}%`;
+    return el;
+  };
+  const bar = h("div", { class: "ledger-bar", role: "img",
+    "aria-label": `${formatBytes(s.bytes_shown)} shown, ${formatBytes(s.bytes_kept_out)} kept out` },
+    part("shown", s.bytes_shown), part("kept", s.bytes_kept_out));
+  return h("section", { class: "card ledger", id: "ledger", "aria-label": "Context ledger" },
+    h("h2", {}, title),
+    bar,
+    h("p", { class: "small" },
+      h("span", { class: "key shown" }), ` shown inline ${formatBytes(s.bytes_shown)} · `,
+      h("span", { class: "key kept" }), ` kept out ${formatBytes(s.bytes_kept_out)} `,
+      h("span", { class: "muted" }, `(~${s.tokens_kept_out_estimate.toLocaleString("en")} tokens, estimated as bytes/4)`),
+      ` · ${s.model_outputs} outputs · read back ${s.read_backs} times`));
 }
