@@ -19,6 +19,16 @@ to a pack first locks the row of the artifact whose id starts the pack's key (it
 origin), so "is anyone still using it?" has one answer at a time, on PostgreSQL
 as on SQLite.
 
+The hot tier: an artifact is compacted only once cold -- ``hot_s`` (15 minutes
+by default) after its last write, with no read in that time (``read_backs``,
+the context ledger) -- so the reads an agent makes right after a command (the
+tail, a grep, a window) run on raw segments at file speed. Why 15 minutes: the
+harness sessions here read an output back within seconds of its making, inside
+the same turn, and a person looks at it within minutes; what it costs is the
+raw bytes of the last 15 minutes' outputs (one 1 MiB log every 10 s: ~75 MiB
+more than their frames), given back as they cool. ``OVERSPILL_HOT_S=0``
+compacts as soon as an output ends.
+
 A scrub (``redact --scrub``) is the same rewrite with the redactor in the
 stream and no frame shared with what was stored, so that no blob that held a
 secret stays named; ``rehome`` rewrites the others that named those blobs.
@@ -32,7 +42,7 @@ import hashlib
 import secrets
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -43,7 +53,7 @@ from .blob_refs import lock_origins, named
 from .blobs.keys import segment_key
 from .content import Content
 from .context import Part, StoreContext
-from .db.models import Artifact, Segment
+from .db.models import Artifact, ReadBack, Segment
 from .errors import OverspillError, StorageUnavailable
 from .frames import FRAME_BYTES, encode
 from .newlines import count_newlines
@@ -100,7 +110,8 @@ class Compactor(Part):
         return self.settings.compression_level > 0
 
     def pending(self, limit: int) -> list[str]:
-        """Ended artifacts not compacted yet, oldest end first."""
+        """Ended artifacts not compacted yet and cold (``hot_s`` without a write
+        or a read), oldest end first."""
         with self._read() as s:
             found = list(
                 s.execute(
@@ -108,12 +119,33 @@ class Compactor(Part):
                     .where(
                         Artifact.stored_bytes.is_(None),
                         Artifact.state.not_in([*GONE_STATES, "writing"]),
+                        *self._cold(),
                     )
                     .order_by(Artifact.completed_at, Artifact.id)
                     .limit(limit + len(self._unreadable))
                 ).scalars()
             )
         return [i for i in found if i not in self._unreadable][:limit]
+
+    def _cold(self) -> list[Any]:
+        """The hot tier's conditions: ended and unread for ``hot_s``."""
+        hot = self.settings.hot_s
+        if hot <= 0:
+            return []
+        since = self.clock.now() - timedelta(seconds=hot)
+        recent = select(ReadBack.artifact_id).where(
+            ReadBack.artifact_id == Artifact.id, ReadBack.last_at > since
+        )
+        return [Artifact.updated_at <= since, ~recent.exists()]
+
+    def compact_if_cold(self, artifact_id: str) -> bool:
+        """``compact`` an artifact a server saw end, once it is cold (a later
+        pass takes it if it is read meanwhile)."""
+        with self._read() as s:
+            cold = s.execute(
+                select(Artifact.id).where(Artifact.id == artifact_id, *self._cold())
+            ).first()
+        return cold is not None and self.compact(artifact_id)
 
     def run(self, limit: int = 100) -> CompactionReport:
         report = CompactionReport()

@@ -36,6 +36,11 @@ class StoreSettings(SettingsBase):
     # zstd level of the frames an ended artifact is compacted into (0: stored as
     # written). 3 by measurement: see artifacts/frames.py.
     compression_level: int = setting(3, ge=0, le=22)
+    # The hot tier: an ended artifact stays as written (read at file speed) until
+    # it has gone this long without a write or a read, then it is compacted. An
+    # agent reads an output within minutes of making it, almost never later; see
+    # artifacts/compaction.py for the measurement behind 15 minutes.
+    hot_s: float = setting(900, ge=0, finite=True)
     # The store's cap on any one artifact, however it is made.
     max_artifact_bytes: int = setting(4096 * MiB, gt=0, unit="size")
     default_retention_s: int = setting(7 * 24 * 3600, gt=0, unit="duration")

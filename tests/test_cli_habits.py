@@ -137,7 +137,7 @@ def test_info_on_an_expired_output_not_yet_swept_says_one_true_thing(tmp_path: P
     import json
     import time
 
-    env = cli_env(OVERSPILL_HOME=tmp_path, OVERSPILL_OWNER="user:tester")
+    env = cli_env(OVERSPILL_HOME=tmp_path, OVERSPILL_OWNER="user:tester", OVERSPILL_HOT_S=0)
     art = run_cli(env, "put", stdin=b"".join(b"%d\n" % n for n in range(20_000))).stdout
     art_id = art.decode().strip()
     deadline = time.monotonic() + 20

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from overspill.artifacts.clock import ManualClock
 from overspill.artifacts.compaction import Compactor
 from overspill.artifacts.errors import StorageUnavailable
 from overspill.artifacts.frames import FRAME_BYTES
@@ -41,6 +42,10 @@ def _blob_keys(store: ArtifactStore) -> list[str]:
 def _everything(store: ArtifactStore, who: Principal, artifact_id: str) -> bytes:
     _, content = store.open_content(who, artifact_id)
     return b"".join(content.iter_range(0, content.size))
+
+
+def _hot_for(store: ArtifactStore, seconds: float) -> None:
+    store.ctx.settings = store.ctx.settings.replace(hot_s=seconds)
 
 
 def _reads(store: ArtifactStore, artifact_id: str) -> list[Any]:
@@ -86,6 +91,7 @@ def test_random_bytes_stay_raw_and_cost_nothing_extra(store: ArtifactStore) -> N
 
 
 def test_an_empty_or_still_written_artifact_is_left_alone(store: ArtifactStore) -> None:
+    _hot_for(store, 0)  # (the hot tier has its own test)
     empty = write_artifact(store, b"")
     writer = store.open_writer(ALICE)
     writer.write(b"more to come\n")
@@ -96,6 +102,28 @@ def test_an_empty_or_still_written_artifact_is_left_alone(store: ArtifactStore) 
     assert writer.id not in store.compactor.pending(100)
     writer.close()
     assert writer.id in store.compactor.pending(100)
+
+
+def test_a_fresh_or_recently_read_output_stays_raw_until_it_cools(store: ArtifactStore) -> None:
+    """The hot tier: nothing is compacted within ``hot_s`` of its last write or
+    its last read; then the same pass takes it."""
+    clock = ManualClock()
+    store.clock = clock
+    _hot_for(store, 900)
+    artifact_id = write_artifact(store, _log(20_000))
+    assert artifact_id not in store.compactor.pending(100)
+    assert not store.compactor.compact_if_cold(artifact_id)
+    clock.advance(seconds=600)
+    store.tail(ALICE, artifact_id, TailQuery(lines=5))  # a read: hot again for 15 minutes
+    store.ledger.flush()
+    clock.advance(seconds=600)  # 20 minutes after the write, 10 after the read
+    assert artifact_id not in store.compactor.pending(100)
+    assert not store.compactor.compact_if_cold(artifact_id)
+    assert not store.get(ALICE, artifact_id).compressed
+    clock.advance(seconds=301)
+    assert artifact_id in store.compactor.pending(100)
+    assert store.compactor.compact_if_cold(artifact_id)
+    assert store.get(ALICE, artifact_id).compressed
 
 
 def test_one_owners_identical_outputs_share_frames_until_the_last_goes(

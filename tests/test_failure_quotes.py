@@ -250,14 +250,21 @@ def test_the_literal_prefilter_finds_what_re2_ignoring_case_finds(engine: str) -
 
 
 def _bench() -> Any:
+    """The bench module, loaded without leaving ``bench/`` on ``sys.path`` (where
+    ``bench/api.py`` would shadow the bare name ``api`` for later tests)."""
     import importlib.util
+    import sys
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "bench" / "failure_quotes.py"
     spec = importlib.util.spec_from_file_location("failure_quotes_bench", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    saved = list(sys.path)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = saved
     return module
 
 

@@ -249,21 +249,34 @@ def test_the_local_server_frees_expired_bytes_with_nobody_asking(tmp_path: Path)
     assert info["state"] == "expired"
 
 
-def test_the_local_server_compresses_an_output_soon_after_it_ends(tmp_path: Path) -> None:
+def test_the_local_server_keeps_an_output_hot_while_it_is_read_then_compacts_it(
+    tmp_path: Path,
+) -> None:
+    """The hot tier: raw (read at file speed) while written or read within
+    OVERSPILL_HOT_S, compacted by the local server once cold."""
+    import time
+
     home = tmp_path / "home"
-    done = _cli(home, "run", "--json", "--", "seq 1 300000")
+    hot: dict[str, object] = {"OVERSPILL_HOT_S": 4}
+    done = _cli(home, "run", "--json", "--", "seq 1 300000", **hot)
     art = json.loads(done.stdout)["stdout"]["artifact"]["id"]
 
     def compressed() -> bool:
-        return bool(json.loads(_cli(home, "info", art, "--json").stdout)["compressed"])
+        return bool(json.loads(_cli(home, "info", art, "--json", **hot).stdout)["compressed"])
 
-    assert wait_until(compressed, timeout=40), "not compressed by the local server"
-    info = json.loads(_cli(home, "info", art, "--json").stdout)
+    deadline = time.monotonic() + 6
+    while time.monotonic() < deadline:  # read every second: it stays hot
+        assert _cli(home, "cat", art, "--tail", "1", **hot).stdout == b"300000\n"
+        assert not compressed()
+        time.sleep(1)
+    assert "as printed (hot" in _cli(home, "info", art, **hot).stdout.decode()
+    assert wait_until(compressed, timeout=90), "not compressed once cold"
+    info = json.loads(_cli(home, "info", art, "--json", **hot).stdout)
     assert info["stored_bytes"] < info["size_bytes"] // 3
-    shown = _cli(home, "info", art).stdout.decode()
+    shown = _cli(home, "info", art, **hot).stdout.decode()
     assert "on disk:" in shown and "zstd frames" in shown
     expected = "".join(f"{i}\n" for i in range(1, 300001)).encode()
-    assert _cli(home, "cat", art).stdout == expected
+    assert _cli(home, "cat", art, **hot).stdout == expected
     assert sum(f.stat().st_size for f in _blob_files(home)) == info["stored_bytes"]
 
 

@@ -254,7 +254,7 @@ def cmd_info(ctx: CliContext, args: argparse.Namespace) -> int:
         ("state", info["state"] + (f" ({info['error']})" if info.get("error") else "")),
         ("size", _size_line(info)),
         # (A gone output's frames may wait for the next sweep: not a size to show.)
-        *([("on disk", _disk_line(info))] if info.get("compressed") and not gone else []),
+        *([("on disk", _disk_line(info))] if not gone and info["state"] != "writing" else []),
         ("owner", info["owner"]),
         ("session", info["session_id"] or "-"),
         ("name", info["name"] or "-"),
@@ -295,7 +295,10 @@ def _size_line(info: JSON) -> str:
 
 
 def _disk_line(info: JSON) -> str:
-    """What the compressed frames take (the figure quotas count)."""
+    """Which form the output is in: as written while it is hot (read at file
+    speed), else what its compressed frames take (the figure quotas count)."""
+    if not info.get("compressed"):
+        return "as printed (hot: compacted once it goes unread for a while)"
     kept, size = info["stored_bytes"], info["size_bytes"]
     share = f", {kept * 100 / size:.1f}% of the output" if size else ""
     return f"{format_bytes(kept)} ({kept} bytes, zstd frames{share})"

@@ -61,7 +61,9 @@ function metadata(a, reads = null) {
     a.compressed
       ? ["On disk", `${formatBytes(a.stored_bytes)} as zstd frames` +
           (a.size_bytes ? ` (${(a.stored_bytes * 100 / a.size_bytes).toFixed(1)}% of the output)` : "")]
-      : null,
+      : a.state !== "writing" && a.state !== "expired" && a.state !== "deleted"
+        ? ["On disk", "as printed (hot: compacted once it goes unread for a while)"]
+        : null,
     ["Lines", a.line_count.toLocaleString("en")],
     a.shown_bytes !== null && a.shown_bytes !== undefined
       ? ["Shown inline", `${formatBytes(a.shown_bytes)} when it was made; ${formatBytes(Math.max(0, a.total_bytes - a.shown_bytes))} kept out of the model's context`]
