@@ -257,26 +257,29 @@ def test_the_local_server_keeps_an_output_hot_while_it_is_read_then_compacts_it(
     import time
 
     home = tmp_path / "home"
-    hot: dict[str, object] = {"OVERSPILL_HOT_S": 4}
-    done = _cli(home, "run", "--json", "--", "seq 1 300000", **hot)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[bytes]:
+        return _cli(home, *args, OVERSPILL_HOT_S=4)
+
+    done = cli("run", "--json", "--", "seq 1 300000")
     art = json.loads(done.stdout)["stdout"]["artifact"]["id"]
 
     def compressed() -> bool:
-        return bool(json.loads(_cli(home, "info", art, "--json", **hot).stdout)["compressed"])
+        return bool(json.loads(cli("info", art, "--json").stdout)["compressed"])
 
     deadline = time.monotonic() + 6
     while time.monotonic() < deadline:  # read every second: it stays hot
-        assert _cli(home, "cat", art, "--tail", "1", **hot).stdout == b"300000\n"
+        assert cli("cat", art, "--tail", "1").stdout == b"300000\n"
         assert not compressed()
         time.sleep(1)
-    assert "as printed (hot" in _cli(home, "info", art, **hot).stdout.decode()
+    assert "as printed (hot" in cli("info", art).stdout.decode()
     assert wait_until(compressed, timeout=90), "not compressed once cold"
-    info = json.loads(_cli(home, "info", art, "--json", **hot).stdout)
+    info = json.loads(cli("info", art, "--json").stdout)
     assert info["stored_bytes"] < info["size_bytes"] // 3
-    shown = _cli(home, "info", art, **hot).stdout.decode()
+    shown = cli("info", art).stdout.decode()
     assert "on disk:" in shown and "zstd frames" in shown
     expected = "".join(f"{i}\n" for i in range(1, 300001)).encode()
-    assert _cli(home, "cat", art, **hot).stdout == expected
+    assert cli("cat", art).stdout == expected
     assert sum(f.stat().st_size for f in _blob_files(home)) == info["stored_bytes"]
 
 
