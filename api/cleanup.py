@@ -149,11 +149,17 @@ class BackgroundCompactor:
     def enqueue(self, artifact_id: str) -> None:
         import time
 
-        # Once it is cold: the hot tier keeps a fresh output as written (a read
-        # meanwhile makes compact_if_cold decline; the minute's pass retries).
+        # Once it is cold: the hot tier keeps a fresh output as written (read
+        # meanwhile, it goes back in the queue for another hot_s).
         wait = max(self._SETTLE_S, self._store.settings.hot_s)
         self._queue.append((time.monotonic() + wait, artifact_id))
         self._wake.set()
+
+    def _compact(self, artifact_id: str) -> None:
+        if self._store.compactor.is_hot(artifact_id):
+            self.enqueue(artifact_id)
+        else:
+            self._store.compactor.compact(artifact_id)
 
     def _loop(self) -> None:
         import os
@@ -168,7 +174,7 @@ class BackgroundCompactor:
             now = time.monotonic()
             if self._queue and self._queue[0][0] <= now:
                 _, artifact_id = self._queue.popleft()
-                self._guarded(partial(self._store.compactor.compact_if_cold, artifact_id))
+                self._guarded(partial(self._compact, artifact_id))
                 continue
             if now >= sweep_at:
                 self._guarded(lambda: self._store.compactor.run(limit=20))

@@ -138,14 +138,20 @@ class Compactor(Part):
         )
         return [Artifact.updated_at <= since, ~recent.exists()]
 
-    def compact_if_cold(self, artifact_id: str) -> bool:
-        """``compact`` an artifact a server saw end, once it is cold (a later
-        pass takes it if it is read meanwhile)."""
+    def is_hot(self, artifact_id: str) -> bool:
+        """Ended or not, written or read within ``hot_s`` (or gone: False)."""
+        if self.settings.hot_s <= 0:
+            return False
         with self._read() as s:
+            live = s.execute(
+                select(Artifact.id).where(
+                    Artifact.id == artifact_id, Artifact.state.not_in(GONE_STATES)
+                )
+            ).first()
             cold = s.execute(
                 select(Artifact.id).where(Artifact.id == artifact_id, *self._cold())
             ).first()
-        return cold is not None and self.compact(artifact_id)
+        return live is not None and cold is None
 
     def run(self, limit: int = 100) -> CompactionReport:
         report = CompactionReport()

@@ -5,6 +5,8 @@ local server warm), each row is a whole command, timed end to end, output to a
 file (GNU grep stops at the first match when its output is /dev/null),
 interleaved repetitions, medians:
 
+- each row on the output as printed (hot) and compacted into zstd frames
+  (cold; ``*_cold_s``, ratio ``cold_ratio_to_hot``, target >= 0.8);
 - many matches (``INFO``, a third of the lines): ``overspill grep ID INFO``
   against ``cat f | grep -n INFO`` (the reference the issue names) and
   ``overspill cat ID | grep -n INFO``;
@@ -71,6 +73,32 @@ def timed(cmd: str, env: dict[str, str]) -> float:
     return time.perf_counter() - t
 
 
+def put(log: Path, env: dict[str, str]) -> str:
+    with log.open("rb") as data:
+        done = subprocess.run(
+            [OVERSPILL, "put", "--name", "log", "--json"],
+            env=env,
+            stdin=data,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    return str(json.loads(done.stdout)["id"])
+
+
+def wait_compacted(art: str, env: dict[str, str]) -> None:
+    """Until the home's local server has compacted ``art`` (HOT_S=0: seconds)."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        info = subprocess.run(
+            [OVERSPILL, "info", art, "--json"], env=env, capture_output=True, text=True
+        )
+        if json.loads(info.stdout or "{}").get("compressed"):
+            return
+        time.sleep(0.5)
+    raise SystemExit("the cold copy was never compacted")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="32 MiB, fewer repetitions")
@@ -81,35 +109,43 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-grep-") as tmp:
         log = Path(tmp) / "log.txt"
         make_log(log, size)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
-        env.update(OVERSPILL_HOME=str(Path(tmp) / "home"), OVERSPILL_OWNER="user:bench")
-        env["BENCH_OUT"] = str(Path(tmp) / "out.txt")
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        with log.open("rb") as data:
-            put = subprocess.run(
-                [OVERSPILL, "put", "--name", "log", "--json"],
-                env=env,
-                stdin=data,
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-        art = json.loads(put.stdout)["id"]
-        timed(f"{OVERSPILL} grep {art} INFO", env)  # the local server warm
-        rows = {
-            "many_matches": ("INFO", "-n INFO", ""),
-            "no_match": ("NO_SUCH_TOKEN", "-n NO_SUCH_TOKEN", ""),
-            "error_1pct": ("ERROR", "-n ERROR", ""),
-            "ignore_case": ("-i error", "-n -i error", ""),
-            "regex": ("'ERROR.*timeout'", "-n 'ERROR.*timeout'", ""),
+        base = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
+        base.pop("PYTHONDONTWRITEBYTECODE", None)
+        base.update(OVERSPILL_OWNER="user:bench", BENCH_OUT=str(Path(tmp) / "out.txt"))
+        # The same bytes in two homes: one as an agent reads an output right after
+        # making it (hot: raw segments), one compacted into zstd frames (cold).
+        homes = {
+            "hot": dict(base, OVERSPILL_HOME=str(Path(tmp) / "hot")),
+            "cold": dict(base, OVERSPILL_HOME=str(Path(tmp) / "cold"), OVERSPILL_HOT_S="0"),
         }
-        for name, (ours, theirs, _) in rows.items():
-            runs: dict[str, list[float]] = {"overspill": [], "gnu": [], "rg": [], "pipe": []}
+        arts = {form: put(log, env) for form, env in homes.items()}
+        wait_compacted(arts["cold"], homes["cold"])
+        for form, env in homes.items():
+            timed(f"{OVERSPILL} grep {arts[form]} INFO", env)  # the local server warm
+        rows = {
+            "many_matches": ("INFO", "-n INFO"),
+            "no_match": ("NO_SUCH_TOKEN", "-n NO_SUCH_TOKEN"),
+            "error_1pct": ("ERROR", "-n ERROR"),
+            "ignore_case": ("-i error", "-n -i error"),
+            "regex": ("'ERROR.*timeout'", "-n 'ERROR.*timeout'"),
+        }
+        env = homes["hot"]
+        for name, (ours, theirs) in rows.items():
+            runs: dict[str, list[float]] = {
+                "overspill": [],
+                "cold": [],
+                "gnu": [],
+                "rg": [],
+                "pipe": [],
+            }
             for _ in range(reps):
-                runs["overspill"].append(timed(f"{OVERSPILL} grep {art} {ours}", env))
+                runs["overspill"].append(timed(f"{OVERSPILL} grep {arts['hot']} {ours}", env))
+                runs["cold"].append(timed(f"{OVERSPILL} grep {arts['cold']} {ours}", homes["cold"]))
                 if name == "many_matches":
                     runs["gnu"].append(timed(f"cat {log} | grep {theirs}", env))
-                    runs["pipe"].append(timed(f"{OVERSPILL} cat {art} | grep {theirs}", env))
+                    runs["pipe"].append(
+                        timed(f"{OVERSPILL} cat {arts['hot']} | grep {theirs}", env)
+                    )
                 else:
                     runs["gnu"].append(timed(f"grep {theirs} {log}", env))
                 if RG and name != "many_matches":
@@ -119,6 +155,13 @@ def main() -> None:
                 figures[f"{name}_{k}_s"] = round(v, 3)
             ratio = med["gnu"] / med["overspill"]
             figures[f"{name}_ratio_to_gnu"] = round(ratio, 3)
+            cold = med["overspill"] / med["cold"]
+            figures[f"{name}_cold_ratio_to_hot"] = round(cold, 3)
+            targets[f"{name}_cold_vs_hot"] = {
+                "want": ">= 0.8 (compacted against as printed)",
+                "got": round(cold, 3),
+                "met": cold >= 0.8,
+            }
             if name == "many_matches":
                 figures[f"{name}_ratio_to_pipe"] = round(med["pipe"] / med["overspill"], 3)
                 targets[name] = {
@@ -136,7 +179,8 @@ def main() -> None:
                 r = med["rg"] / med["overspill"]
                 figures[f"{name}_ratio_to_rg"] = round(r, 3)
                 targets[f"{name}_vs_rg"] = {"want": ">= 0.5", "got": round(r, 3), "met": r >= 0.5}
-        subprocess.run([OVERSPILL, "server", "stop"], env=env, capture_output=True)
+        for env in homes.values():
+            subprocess.run([OVERSPILL, "server", "stop"], env=env, capture_output=True)
     figures["size_mib"] = size // MiB
     report("grep", figures, targets)
 

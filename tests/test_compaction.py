@@ -112,17 +112,18 @@ def test_a_fresh_or_recently_read_output_stays_raw_until_it_cools(store: Artifac
     _hot_for(store, 900)
     artifact_id = write_artifact(store, _log(20_000))
     assert artifact_id not in store.compactor.pending(100)
-    assert not store.compactor.compact_if_cold(artifact_id)
+    assert store.compactor.is_hot(artifact_id)
     clock.advance(seconds=600)
     store.tail(ALICE, artifact_id, TailQuery(lines=5))  # a read: hot again for 15 minutes
     store.ledger.flush()
     clock.advance(seconds=600)  # 20 minutes after the write, 10 after the read
     assert artifact_id not in store.compactor.pending(100)
-    assert not store.compactor.compact_if_cold(artifact_id)
+    assert store.compactor.is_hot(artifact_id)
     assert not store.get(ALICE, artifact_id).compressed
     clock.advance(seconds=301)
     assert artifact_id in store.compactor.pending(100)
-    assert store.compactor.compact_if_cold(artifact_id)
+    assert not store.compactor.is_hot(artifact_id)
+    assert store.compactor.compact(artifact_id)
     assert store.get(ALICE, artifact_id).compressed
 
 
