@@ -13,7 +13,8 @@ interleaved repetitions, medians:
 - no match, ``ERROR`` (about 1%), ``-i error``, ``ERROR.*timeout``: against GNU
   ``grep -n`` on the same bytes in a file and ripgrep ``rg -n`` (the PyPI wheel).
 
-Ratios are reference time / overspill time (higher is better). Targets:
+Ratios are reference time / overspill time (higher is better). ``verb_floor_s``
+is ``overspill info ID``: a verb's start and one request, under every row. Targets:
 many matches >= 0.67 of ``cat f | grep -n``; the others >= 1.0 of GNU grep and
 >= 0.5 of ripgrep.
 
@@ -130,6 +131,9 @@ def main() -> None:
             "regex": ("'ERROR.*timeout'", "-n 'ERROR.*timeout'"),
         }
         env = homes["hot"]
+        # The floor under every row: a verb's start and one request (``info``).
+        floor = [timed(f"{OVERSPILL} info {arts['hot']}", env) for _ in range(reps * 2)]
+        figures["verb_floor_s"] = round(statistics.median(floor), 3)
         for name, (ours, theirs) in rows.items():
             runs: dict[str, list[float]] = {
                 "overspill": [],
