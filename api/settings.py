@@ -42,44 +42,91 @@ def _default_owner() -> str:
 
 
 class ClientSettings(SettingsBase):
-    # A server to use instead of this machine's store, and the token for it (or
-    # the file holding it: what ``overspill install --http`` writes into a
-    # harness's config, so the token itself is in no config file).
-    url: str | None = None
-    token: str | None = None
-    token_file: str | None = None
-    owner: str = setting(default_factory=_default_owner)
-    session_id: str | None = None
+    url: str | None = setting(
+        None, doc="a server for the CLI and the executor's remote sink (with a token)"
+    )
+    token: str | None = setting(None, doc="the token for `OVERSPILL_URL`")
+    # The file holding it: what ``overspill install --http`` writes into a
+    # harness's config, so the token itself is in no config file.
+    token_file: str | None = setting(
+        None, doc="the token's file instead of `OVERSPILL_TOKEN` (what `install --http` writes)"
+    )
+    owner: str = setting(
+        default_factory=_default_owner,
+        shown="`user:$USER`",
+        doc="owner stamped on artifacts made in-process",
+    )
+    session_id: str | None = setting(None, doc="session label stamped on artifacts made in-process")
     # In the embedded default every verb talks to a local server on a Unix socket
     # in the home, started on demand; off keeps everything in the verb's process.
-    local_server: bool = True
-    # The most bytes one answer of ``overspill mcp`` may hold (a tool's text),
-    # written by ``overspill install`` for a harness whose cut is known; unset:
-    # chosen by the client's name at the handshake (``api.harnesses``).
-    answer_budget: int | None = setting(None, gt=0, unit="size")
-    # ``overspill run`` shows the output as it is written: auto is on a terminal
-    # that no agent harness gave it (``api.cli.live``).
-    live: Literal["auto", "on", "off"] = "auto"
+    local_server: bool = setting(
+        True,
+        doc="verbs use this home's local server (started on demand); off: the store in "
+        "each verb's process",
+    )
+    # Written by ``overspill install`` for a harness whose cut is known; unset:
+    # chosen by the client's name at the handshake (``api.agent.harnesses``).
+    answer_budget: int | None = setting(
+        None,
+        gt=0,
+        unit="size",
+        shown="by the harness's name",
+        doc="most bytes of one `overspill mcp` answer (both stream tails of a `bash` answer "
+        "and their lines)",
+    )
+    # Auto is on a terminal that no agent harness gave it (``api.cli.live``).
+    live: Literal["auto", "on", "off"] = setting(
+        "auto",
+        doc="`run` shows the output as it comes: `auto` (on a terminal, not under a "
+        "harness), `on`, `off`",
+    )
 
 
 class ServerSettings(SettingsBase):
-    # Seconds between cleanup passes of a server (0 turns it off).
-    sweep_interval_s: float = setting(300, ge=0)
-    # The local server exits after this long without a request.
-    local_server_idle_s: float = setting(900, gt=0)
-    # Per principal: concurrent expensive reads (grep, large ranges, downloads)
-    # and followers (follow=true); past either, 429 with Retry-After.
-    max_expensive_reads: int = setting(4, gt=0)
-    max_followers: int = setting(32, gt=0)
-    # The names a browser may reach ``overspill serve`` by, and the pages' origins
-    # it takes requests from, comma-separated, beyond its own (``api.server.origins``:
-    # DNS rebinding); ``*`` takes any name.
-    allowed_hosts: str = ""
-    allowed_origins: str = ""
+    sweep_interval_s: float = setting(
+        300, ge=0, doc="cleanup interval of `overspill serve` in seconds (0: off)"
+    )
+    local_server_idle_s: float = setting(
+        900, gt=0, doc="the local server exits after this long without a request"
+    )
+    # Per principal; past either, 429 with Retry-After.
+    max_expensive_reads: int = setting(
+        4,
+        gt=0,
+        doc="concurrent expensive reads (grep, large ranges, downloads) per principal; "
+        "past it 429 with Retry-After",
+    )
+    max_followers: int = setting(
+        32, gt=0, doc="concurrent followers (`follow=true`) per principal; past it 429"
+    )
+    # DNS rebinding (``api.server.origins``).
+    allowed_hosts: str = setting(
+        "",
+        shown="loopback names and `--host` (any, on `0.0.0.0`)",
+        doc="more names a browser may reach `overspill serve` by, comma-separated (`*`: any)",
+    )
+    allowed_origins: str = setting(
+        "",
+        shown="the server's own",
+        doc="origins of pages whose requests `overspill serve` takes, comma-separated",
+    )
 
 
 # The one variable that is no section's field: it names the TOML file itself.
 _OWN_NAMES = {"config"}
+
+
+def settings_table() -> str:
+    """The README's table of settings, made from the declarations (one row each;
+    ``tests/test_settings_doc.py`` holds the README to it)."""
+    sections = (StoreSettings, ShellSettings, ClientSettings, ServerSettings)
+    lines = ["| variable | default | meaning |", "|---|---|---|"]
+    lines.append(f"| `{PREFIX}CONFIG` | none | a TOML file of settings (names in lower case) |")
+    for section in sections:
+        lines += [
+            f"| `{name}` | {default} | {doc} |" for name, default, doc in section.documented()
+        ]
+    return "\n".join(lines) + "\n"
 
 
 class Settings(NamedTuple):

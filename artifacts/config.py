@@ -21,39 +21,96 @@ def default_home() -> str:
 
 class StoreSettings(SettingsBase):
     # A path (a string: pathlib costs a verb ~10 ms to import).
-    home: str = setting(default_factory=default_home)
-    database_url: str | None = None
-    blob_url: str | None = None
-    s3_endpoint_url: str | None = None
-    # Writers store a segment when this much is buffered or flush_interval_s passed;
-    # unset, the blob backend's own size (local 8 MiB, S3 4 MiB).
-    segment_bytes: int | None = setting(None, gt=0, unit="size")
-    flush_interval_s: float = setting(1.0, gt=0)
-    lease_seconds: float = setting(30.0, gt=0)
+    home: str = setting(
+        default_factory=default_home,
+        shown="`~/.local/share/overspill`",
+        doc="data directory of the embedded default (SQLite file and `blobs/`), 0700",
+    )
+    database_url: str | None = setting(
+        None,
+        shown="`sqlite:///$HOME/overspill.db`",
+        doc="SQLAlchemy URL, e.g. `postgresql+psycopg://user@host/db`",
+    )
+    blob_url: str | None = setting(
+        None, shown="`file://$HOME/blobs`", doc="`file:///path` or `s3://bucket/prefix`"
+    )
+    s3_endpoint_url: str | None = setting(
+        None, shown="AWS", doc="endpoint of an S3-compatible store (MinIO, Ceph, moto)"
+    )
+    segment_bytes: int | None = setting(
+        None,
+        gt=0,
+        unit="size",
+        shown="the backend's: `8MiB` local, `4MiB` S3",
+        doc="a writer stores a segment at this size; 8 of them are published in one "
+        "transaction (and, locally, share one file)",
+    )
+    flush_interval_s: float = setting(
+        1.0, gt=0, doc="... or publishes whatever has waited this long (seconds)"
+    )
+    lease_seconds: float = setting(30.0, gt=0, doc="a writer silent this long is presumed dead")
     # How long storage may hold a writer's producer (a command's pipe) before the
     # artifact is failed and the producer goes on without it.
-    storage_stall_s: float = setting(10.0, gt=0)
-    # zstd level of the frames an ended artifact is compacted into (0: stored as
-    # written). 3 by measurement: see artifacts/frames.py.
-    compression_level: int = setting(3, ge=0, le=22)
-    # The hot tier: an ended artifact stays as written (read at file speed) until
-    # it has gone this long without a write or a read, then it is compacted. An
-    # agent reads an output within minutes of making it, almost never later; see
-    # artifacts/compaction.py for the measurement behind 15 minutes.
-    hot_s: float = setting(900, ge=0, finite=True)
-    # The store's cap on any one artifact, however it is made.
-    max_artifact_bytes: int = setting(4096 * MiB, gt=0, unit="size")
-    default_retention_s: int = setting(7 * 24 * 3600, gt=0, unit="duration")
-    # Processes a search across outputs greps in, ahead of its walk (0: one per
-    # core; 1: the search greps alone). See artifacts/search_pool.py.
-    search_workers: int = setting(0, ge=0, le=64)
-    # Upper bound on what one JSON read window returns.
-    read_max_bytes: int = setting(1 * MiB, gt=0, unit="size")
-    # PostgreSQL: how long a query may run and wait for a lock, and how long a
-    # request waits for a connection, before it answers 503 "database busy".
-    db_statement_timeout_s: float = setting(30, gt=0)
-    db_lock_timeout_s: float = setting(5, gt=0)
-    db_pool_timeout_s: float = setting(10, gt=0)
+    storage_stall_s: float = setting(
+        10.0,
+        gt=0,
+        doc="storage that takes no segment this long fails the artifact; the command goes on",
+    )
+    # 3 by measurement: see artifacts/frames.py.
+    compression_level: int = setting(
+        3,
+        ge=0,
+        le=22,
+        doc="zstd level of the frames an ended output is compressed into (0: stored as written)",
+    )
+    # The hot tier. An agent reads an output within minutes of making it, almost
+    # never later; see artifacts/compaction.py for the measurement behind 15 minutes.
+    hot_s: float = setting(
+        900,
+        ge=0,
+        finite=True,
+        doc="an ended output stays as written (read at file speed) until it has gone this "
+        "long without a write or a read, then it is compressed (0: at once)",
+    )
+    max_artifact_bytes: int = setting(
+        4096 * MiB,
+        gt=0,
+        unit="size",
+        shown="`4GiB`",
+        doc="the store's cap on any one artifact, however it is made; past it `capped`",
+    )
+    default_retention_s: int = setting(
+        7 * 24 * 3600, gt=0, unit="duration", doc="expiry when no policy says otherwise"
+    )
+    tombstone_keep_s: int = setting(
+        30 * 24 * 3600,
+        gt=0,
+        unit="duration",
+        doc="how long an expired or deleted output's row stays (answering `expired` or "
+        "`deleted`, never wrong bytes) after its bytes are gone",
+    )
+    # See artifacts/search_pool.py.
+    search_workers: int = setting(
+        0,
+        ge=0,
+        le=64,
+        doc="processes a search across outputs greps ahead in, on local blobs (0: one per "
+        "core; 1: none); used for a listing page of 16 MiB or more in outputs of 1 MiB "
+        "or more on average, started by the first such search, stopped after 30 s unused",
+    )
+    read_max_bytes: int = setting(
+        1 * MiB, gt=0, unit="size", doc="most content one read window returns"
+    )
+    # PostgreSQL's own limits, so that a stuck database answers instead of hanging.
+    db_statement_timeout_s: float = setting(
+        30, gt=0, doc="PostgreSQL: how long one query may run before it answers 503"
+    )
+    db_lock_timeout_s: float = setting(
+        5, gt=0, doc="PostgreSQL: how long a query may wait for a lock before it answers 503"
+    )
+    db_pool_timeout_s: float = setting(
+        10, gt=0, doc="how long a request waits for a database connection before it answers 503"
+    )
 
     @property
     def resolved_database_url(self) -> str:

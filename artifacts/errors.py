@@ -1,7 +1,7 @@
 """The reasons an artifact operation fails, one class per thing a caller can act on.
 
 Each class carries its HTTP status and its wire code, so the server's error map
-(``api/errors.py``) and the client's (``api/wire.py``) are both derived from
+(``api/server/errors.py``) and the client's (``api/client/wire.py``) are both derived from
 this one module instead of two tables kept in step by hand: a class added here
 is a status on the server and the same class again at every client.
 

@@ -2,7 +2,7 @@
 was read back of it afterwards -- counts only, never content.
 
 Two facts are kept. When an output is made, the bytes its maker showed inline
-(``artifacts.shown_bytes``, recorded with its end by the executor, or counted
+(the ``shown_bytes`` column of the artifacts table, recorded with its end by the executor, or counted
 from the reads a harness hook makes to build its view). Every later read
 through the store's read paths (a window, lines, a tail, grep, a download) is
 counted per artifact, reader, conversation and tool in ``read_backs``, the tool

@@ -7,12 +7,14 @@ take a few. The settings here are flat scalars (numbers, flags, strings, paths, 
 few choices), so a small typed loader on the standard library does the job; a
 bad value is one line naming the variable, as before.
 
-A settings class declares its fields as annotated class attributes, with a plain
-default or :func:`setting` for bounds, factories, units and old names::
+A settings class declares its fields as annotated class attributes, each with
+:func:`setting`: its default, bounds, factory, unit, old names and the sentence
+that documents it -- declared once, here, and nowhere else::
 
     class ShellSettings(SettingsBase):
-        max_output_bytes: int = setting(64_000, gt=0, unit="size")
-        legacy_spill: bool = True
+        max_output_bytes: int = setting(
+            64_000, gt=0, unit="size", doc="bytes of each stream kept in memory and shown"
+        )
 
 Sizes and durations read as people write them (``10MB``, ``7d``: the grammar of
 ``artifacts.units``, the same as the CLI's flags and the API's parameters). A
@@ -47,6 +49,8 @@ class Setting(NamedTuple):
     unit: Literal["size", "duration"] | None = None
     aliases: tuple[str, ...] = ()
     le: float | None = None
+    doc: str = ""
+    shown: str | None = None
 
 
 def setting(
@@ -59,11 +63,16 @@ def setting(
     unit: Literal["size", "duration"] | None = None,
     aliases: tuple[str, ...] = (),
     le: float | None = None,
+    doc: str = "",
+    shown: str | None = None,
 ) -> Any:
     """A field with bounds: ``gt``/``ge``/``le`` for numbers, ``finite`` to refuse inf/nan;
     ``unit`` reads a size (10MB) or a duration (7d); ``aliases`` are old names that
-    still work and warn."""
-    return Setting(default, default_factory, gt, ge, finite, unit, aliases, le)
+    still work and warn. ``doc`` is the sentence a person reads about it (the
+    README's settings table is made of these: ``api.settings.settings_table``), and
+    ``shown`` its default as that table says it, where the value itself would not
+    (a factory's, or one that depends on other settings)."""
+    return Setting(default, default_factory, gt, ge, finite, unit, aliases, le, doc, shown)
 
 
 class _Kind(NamedTuple):
@@ -164,6 +173,24 @@ class SettingsBase:
     def field_names(cls) -> tuple[str, ...]:
         """Every name this class reads, old aliases included."""
         return tuple(name for f in cls._fields.values() for name in (f.name, *f.spec.aliases))
+
+    @classmethod
+    def documented(cls) -> list[tuple[str, str, str]]:
+        """Each field as its variable, its default as a person reads it, and its
+        sentence (a field without one is a mistake ``tests/test_settings_doc.py``
+        names)."""
+        rows = []
+        for f in cls._fields.values():
+            if f.spec.shown is not None:
+                default = f.spec.shown
+            elif f.spec.default is None:
+                default = "none"
+            elif f.spec.default == "":
+                default = "empty"
+            else:
+                default = f"`{str(f.spec.default).lower() if isinstance(f.spec.default, bool) else f.spec.default}`"
+            rows.append((f"{PREFIX}{f.name.upper()}", default, f.spec.doc))
+        return rows
 
     def replace(self, **changes: Any) -> Self:
         """A copy with ``changes`` applied (validated; the environment is not re-read)."""

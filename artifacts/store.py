@@ -219,7 +219,7 @@ class ArtifactStore:
         return self.ledger.reads_of(artifact_id)
 
     def search(self, principal: Principal, query: SearchQuery) -> SearchResult:
-        """One pattern across the principal's own outputs (see ``search.py``)."""
+        """One pattern across the principal's own outputs (see ``artifacts/search.py``)."""
         from .search import search
 
         return search(self.catalog, self.reader, principal, query)

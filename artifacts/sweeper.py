@@ -81,13 +81,11 @@ class Sweeper:
         batch: int = 500,
         claim_s: float = 300,
         orphan_grace_s: float = 3600,
-        tombstone_keep_s: float = 30 * 86400,
     ) -> None:
         self._store = store
         self.batch = batch
         self.claim = timedelta(seconds=claim_s)
         self.orphan_grace = timedelta(seconds=orphan_grace_s)
-        self.tombstone_keep = timedelta(seconds=tombstone_keep_s)
         self._batches_left: int | None = None
 
     def run(
@@ -375,7 +373,7 @@ class Sweeper:
 
     def _remove_old_tombstones(self, report: SweepReport) -> None:
         store = self._store
-        cutoff = store.clock.now() - self.tombstone_keep
+        cutoff = store.clock.now() - timedelta(seconds=store.settings.tombstone_keep_s)
         old = [
             Artifact.state.in_(GONE_STATES),
             Artifact.purged_at.is_not(None),

@@ -45,38 +45,89 @@ DEFAULT_FAILURE_PATTERNS = "\n".join(
 
 
 class ShellSettings(SettingsBase):
-    timeout_ms: float = setting(120_000, gt=0)
-    max_timeout_ms: float = setting(600_000, gt=0)
-    max_output_bytes: int = setting(64_000, gt=0, unit="size")
-    max_spill_bytes: int = setting(64 * MiB, gt=0, unit="size")
-    grace_ms: float = setting(3_000, gt=0)
-    # The compatibility layer: legacy private spill files beside the artifact.
-    legacy_spill: bool = True
-    spill_sweep_days: float = setting(30, ge=0)
-    # Root of the legacy tool-result spill files (default: a private dsh-spill-XXXXXX
-    # directory made under the temp dir on first use).
-    result_spill_dir: str | None = None
-    retention_mode: Literal["tail", "head_tail"] = "tail"
-    render_mode: Literal["artifact", "legacy"] = "artifact"
-    # Names with this prefix are the harness's own and never reach a child.
-    reserved_env_prefix: str = "OVERSPILL_"
-    # The most of one command stream stored as an artifact (unset: the store's own
-    # cap, OVERSPILL_MAX_ARTIFACT_BYTES, which bounds every artifact however made).
-    stream_max_bytes: int | None = setting(None, gt=0, unit="size", aliases=("artifact_max_bytes",))
-    # Secrets are masked (same length) before any byte is kept or shown. Turning
-    # it off is for an owner an admin has allowed to (``policy set --redact off``).
-    redact: bool = True
-    # Built-in rules switched off, comma-separated (``jwt,openai_key``).
-    redact_disable: str = ""
-    # Patterns of one's own, one regular expression per line; the match (or its
-    # first group) is masked.
-    redact_patterns: str = ""
-    # Per-tool inline budgets of saved results (``web_fetch=20000,read_file=80KB``)
-    # and tools whose results are never written anywhere (``vault_read,env_dump``).
-    result_budgets: str = ""
-    never_persist: str = ""
-    # A truncated stream's view quotes the lines of its part not shown that match
-    # one of these (one RE2 pattern per line; empty: off), with the grep listing all.
-    failure_patterns: str = DEFAULT_FAILURE_PATTERNS
-    # A shown line longer than this is clipped, with the call that reads the rest.
-    shown_line_bytes: int = setting(2_000, gt=0, unit="size")
+    timeout_ms: float = setting(120_000, gt=0, doc="the executor's deadline for a command")
+    max_timeout_ms: float = setting(
+        600_000, gt=0, doc="the most a caller may ask for as a command's deadline"
+    )
+    max_output_bytes: int = setting(
+        64_000, gt=0, unit="size", doc="bytes of each stream kept in memory and shown"
+    )
+    max_spill_bytes: int = setting(
+        64 * MiB,
+        gt=0,
+        unit="size",
+        shown="`64MiB`",
+        doc="cap on a legacy spill file (discarded past it)",
+    )
+    grace_ms: float = setting(3_000, gt=0, doc="SIGTERM -> SIGKILL grace; bounds pipe draining")
+    legacy_spill: bool = setting(
+        True,
+        doc="the compatibility layer's spill files (bash streams and saved tool results)",
+    )
+    spill_sweep_days: float = setting(
+        30,
+        ge=0,
+        doc="legacy spill files older than this many days are deleted by the compatibility "
+        "layer's safety rules (0: never)",
+    )
+    result_spill_dir: str | None = setting(
+        None,
+        shown="a private `dsh-spill-XXXXXX` temp dir",
+        doc="root of the legacy tool-result spill files",
+    )
+    retention_mode: Literal["tail", "head_tail"] = setting(
+        "tail", doc="`head_tail` also keeps the head of each stream"
+    )
+    render_mode: Literal["artifact", "legacy"] = setting(
+        "artifact", doc="`legacy` renders exactly the old marker strings"
+    )
+    reserved_env_prefix: str = setting(
+        "OVERSPILL_",
+        doc="variables with this prefix are the harness's own and never reach a command",
+    )
+    # Unset: the store's own cap, which bounds every artifact however made.
+    stream_max_bytes: int | None = setting(
+        None,
+        gt=0,
+        unit="size",
+        aliases=("artifact_max_bytes",),
+        shown="the store's cap",
+        doc="the most of one command stream stored as an artifact (was "
+        "`OVERSPILL_ARTIFACT_MAX_BYTES`)",
+    )
+    # Turning it off is for an owner an admin has allowed to (``policy set --redact off``).
+    redact: bool = setting(
+        True,
+        doc="mask secrets before any byte is kept or shown (off: only where an admin's "
+        "policy allows it)",
+    )
+    redact_disable: str = setting(
+        "", doc="built-in rules switched off, comma-separated (`jwt,openai_key`)"
+    )
+    redact_patterns: str = setting(
+        "",
+        doc="your own patterns, one per line (the match, or its first group, is masked; "
+        "up to 256 bytes)",
+    )
+    result_budgets: str = setting(
+        "",
+        doc="per-tool preview budgets of saved results, `web_fetch=20000,read_file=80KB` "
+        "(others: 50000)",
+    )
+    never_persist: str = setting(
+        "",
+        doc="tools whose results are never written anywhere, comma-separated (the caller "
+        "keeps its result)",
+    )
+    failure_patterns: str = setting(
+        DEFAULT_FAILURE_PATTERNS,
+        shown="the list above",
+        doc="failure-like lines quoted from a truncated stream's unseen part (RE2, one per "
+        "line; empty: off)",
+    )
+    shown_line_bytes: int = setting(
+        2_000,
+        gt=0,
+        unit="size",
+        doc="a shown line longer than this is clipped, with the call that reads the rest",
+    )

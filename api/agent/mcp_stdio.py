@@ -12,9 +12,9 @@ thread while the harness is still busy with its model. The HTTP transport
 (``/mcp`` on ``overspill serve``) stays on the SDK (``api.server.mcp_http``);
 the tests drive this one with the SDK's clients, Python's and TypeScript's.
 
-A result is the answer's text block alone (``api.mcp_table`` says why).
+A result is the answer's text block alone (``api.agent.mcp_table`` says why).
 
-Each answer is kept under the harness's own cut (``api.harnesses``): Gemini CLI
+Each answer is kept under the harness's own cut (``api.agent.harnesses``): Gemini CLI
 replaces a result over 40,000 characters by a head and a tail of its own and
 spills the rest to a temp file, which is what overspill exists to replace.
 """

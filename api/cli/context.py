@@ -3,8 +3,8 @@ the store, and the one place a verb's warnings are printed (click's
 ``ctx.obj`` is the model).
 
 The way to the store is always the ``/v1`` API through the standard-library
-client (``api.wire``): a server's when ``OVERSPILL_URL`` is set, else this
-home's local server (started on demand; ``api.local``), else -- when the local
+client (``api.client.wire``): a server's when ``OVERSPILL_URL`` is set, else this
+home's local server (started on demand; ``api.client.local_server``), else -- when the local
 server is turned off or cannot start -- the same app in a thread of this
 process, on a private socket. So a verb is written once, and imports neither
 the store nor any HTTP library unless it runs the server itself.

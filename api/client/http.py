@@ -1,9 +1,9 @@
 """The overspill API for Python callers: the same calls the CLI makes
-(``api.calls`` over ``api.wire``), answers validated into the store's records.
+(``api.client.calls`` over ``api.client.wire``), answers validated into the store's records.
 
 Error bodies come back as the same exception classes the store raises, so a
 caller (the model tools, a harness) handles a remote store exactly like a local
-one. ``RemoteSink`` (``api.sinks``) is the executor's sink over the same client.
+one. ``RemoteSink`` (``api.client.sinks``) is the executor's sink over the same client.
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ MCP's streamable HTTP, on the official ``mcp`` SDK.
 Each caller is authenticated by the service's bearer tokens and sees only its
 own artifacts. There is no ``bash`` here: the server never runs commands for a
 remote caller. The tool table, the template and the shape of a result are the
-stdio server's (``api.mcp_table``): one text block per result, no structured
+stdio server's (``api.agent.mcp_table``): one text block per result, no structured
 copy. Handlers are synchronous store calls, so each runs on a worker thread.
-(``overspill mcp``, the stdio transport for a local agent, is ``api.mcp_stdio``.)
+(``overspill mcp``, the stdio transport for a local agent, is ``api.agent.mcp_stdio``.)
 """
 
 from __future__ import annotations
