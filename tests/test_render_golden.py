@@ -1,6 +1,7 @@
 """The golden battery: the exact text the model sees for a fixed list of commands,
 each asserted whole, so any change to what a model reads is a visible diff here.
 
+The texts are files in ``tests/golden/model``, one per case, to read as they are.
 Ids and spill paths are the only parts that vary between runs; they are replaced
 by placeholders in order of appearance. A small window (120 bytes) keeps the
 texts reviewable; the exact-cap cases use the contract's 64,000.
@@ -64,10 +65,26 @@ def run(store: ArtifactStore, command: str, request: dict[str, object], **settin
     return ex.run(ExecRequest(command=command, **request)).text  # type: ignore[arg-type]
 
 
+GOLDEN = Path(__file__).resolve().parent / "golden" / "model"
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_the_model_sees_exactly_this(name: str, store: ArtifactStore) -> None:
+    """``tests/golden/model/NAME.txt`` holds the text, byte for byte (no newline
+    is added at its end). ``TEST_OVERSPILL_UPDATE_GOLDEN=1`` rewrites the files
+    from what the code says now, for a reviewer to read as a diff."""
+    import os
+
     command, request, settings = CASES[name]
-    assert normalise(run(store, command, request, **settings)) == GOLDEN[name]
+    got = normalise(run(store, command, request, **settings))
+    path = GOLDEN / f"{name}.txt"
+    if os.environ.get("TEST_OVERSPILL_UPDATE_GOLDEN") == "1":
+        path.write_bytes(got.encode())
+    assert got == path.read_bytes().decode()
+
+
+def test_every_golden_file_is_a_case() -> None:
+    assert sorted(p.stem for p in GOLDEN.glob("*.txt")) == sorted(CASES)
 
 
 def test_exactly_the_cap_is_shown_whole_and_one_byte_more_is_not(store: ArtifactStore) -> None:
@@ -144,269 +161,3 @@ def test_the_cli_prints_the_text_as_ended_lines(tmp_path: Path) -> None:
     # transcript shows next is not glued to the marker.
     assert plain.stdout.decode() == text + "\n"
     assert parse_exit_status(plain.stdout.decode().removesuffix("\n")).exit_code == 3
-
-
-GOLDEN: dict[str, str] = {
-    "small": ("hello\n[stderr]\noops\n\n[exit code: 1]"),
-    "lines_600kb": (
-        "99996 some log text\n"
-        "99997 some log text\n"
-        "99998 some log text\n"
-        "99999 some log text\n"
-        "100000 some log text\n"
-        "\n"
-        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 99996-100000 of 100000 (bytes 1988794-1988895 of 1988895); not shown: lines 1-99995, bytes 0-1988794; read more: artifact_read {"id": "art_ID1", "offset": 1972794, "limit": 16000} (the bytes just before these), or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
-    ),
-    "both_streams_large": (
-        "2978\n"
-        "2979\n"
-        "2980\n"
-        "2981\n"
-        "2982\n"
-        "2983\n"
-        "2984\n"
-        "2985\n"
-        "2986\n"
-        "2987\n"
-        "2988\n"
-        "2989\n"
-        "2990\n"
-        "2991\n"
-        "2992\n"
-        "2993\n"
-        "2994\n"
-        "2995\n"
-        "2996\n"
-        "2997\n"
-        "2998\n"
-        "2999\n"
-        "3000\n"
-        "\n"
-        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 2978-3000 of 3000 (bytes 13778-13893 of 13893); not shown: lines 1-2977, bytes 0-13778; read more: artifact_read {"id": "art_ID1", "offset": 0, "limit": 13778} (the bytes just before these), or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]\n'
-        "[stderr]\n"
-        "2978\n"
-        "2979\n"
-        "2980\n"
-        "2981\n"
-        "2982\n"
-        "2983\n"
-        "2984\n"
-        "2985\n"
-        "2986\n"
-        "2987\n"
-        "2988\n"
-        "2989\n"
-        "2990\n"
-        "2991\n"
-        "2992\n"
-        "2993\n"
-        "2994\n"
-        "2995\n"
-        "2996\n"
-        "2997\n"
-        "2998\n"
-        "2999\n"
-        "3000\n"
-        "\n"
-        '[output truncated; full output: <spill:stderr>; artifact art_ID2; shown lines 2978-3000 of 3000 (bytes 13778-13893 of 13893); not shown: lines 1-2977, bytes 0-13778; read more: artifact_read {"id": "art_ID2", "offset": 0, "limit": 13778} (the bytes just before these), or search: artifact_grep {"id": "art_ID2", "pattern": "<regex>"}]'
-    ),
-    "single_200kb_line": (
-        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaERROR_AT_END\n"
-        "\n"
-        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown line 1 of 1 (bytes 199893-200013 of 200013), line 1 from byte 199893; not shown: bytes 0-199893 (with the start of line 1); read more: artifact_read {"id": "art_ID1", "offset": 183893, "limit": 16000} (the bytes just before these), or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
-    ),
-    "binary": (
-        '[binary output: 6000 bytes, not shown; stored as artifact art_ID1; see them as hex: artifact_read {"id": "art_ID1", "offset": 0, "hex": true}]\n'
-        '[output truncated; full output: <spill:stdout>; artifact art_ID1; binary output of 6000 bytes, none of it shown; read more: artifact_read {"id": "art_ID1", "offset": 0, "hex": true}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
-    ),
-    "ansi": (
-        "FAIL test_57 \\x07\n"
-        "FAIL test_58 \\x07\n"
-        "FAIL test_59 \\x07\n"
-        "FAIL test_60 \\x07\n"
-        "\n"
-        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 57-60 of 60 (bytes 1447-1551 of 1551); not shown: lines 1-56, bytes 0-1447; terminal escape sequences removed; read more: artifact_read {"id": "art_ID1", "offset": 0, "limit": 1447} (the bytes just before these), or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
-    ),
-    "error_at_start": (
-        "1978\n"
-        "1979\n"
-        "1980\n"
-        "1981\n"
-        "1982\n"
-        "1983\n"
-        "1984\n"
-        "1985\n"
-        "1986\n"
-        "1987\n"
-        "1988\n"
-        "1989\n"
-        "1990\n"
-        "1991\n"
-        "1992\n"
-        "1993\n"
-        "1994\n"
-        "1995\n"
-        "1996\n"
-        "1997\n"
-        "1998\n"
-        "1999\n"
-        "2000\n"
-        "\n"
-        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 1979-2001 of 2001 (bytes 8800-8915 of 8915); not shown: lines 1-1978, bytes 0-8800; read more: artifact_read {"id": "art_ID1", "offset": 0, "limit": 8800} (the bytes just before these), or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
-    ),
-    "error_at_end": (
-        "1982\n"
-        "1983\n"
-        "1984\n"
-        "1985\n"
-        "1986\n"
-        "1987\n"
-        "1988\n"
-        "1989\n"
-        "1990\n"
-        "1991\n"
-        "1992\n"
-        "1993\n"
-        "1994\n"
-        "1995\n"
-        "1996\n"
-        "1997\n"
-        "1998\n"
-        "1999\n"
-        "2000\n"
-        "ERROR: build failed\n"
-        "\n"
-        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 1982-2001 of 2001 (bytes 8798-8913 of 8913); not shown: lines 1-1981, bytes 0-8798; read more: artifact_read {"id": "art_ID1", "offset": 0, "limit": 8798} (the bytes just before these), or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]\n'
-        "[exit code: 2]"
-    ),
-    "timeout": ("1\n2\n3\n4\n5\n\n[timed out after 300ms]\n[killed by signal: SIGTERM]"),
-    "killed": ("1\n2\n3\n4\n5\n\n[killed by signal: SIGKILL]"),
-    "utf8_at_cut": (
-        "ééééééééééééééééééééééééééééééééééééééééééééééééééééééééééé\n"
-        "\n"
-        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown line 1 of 1 (bytes 282-401 of 401), line 1 from byte 282; not shown: bytes 0-282 (with the start of line 1); read more: artifact_read {"id": "art_ID1", "offset": 0, "limit": 282} (the bytes just before these), or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
-    ),
-    "marker_lookalike": ("done\n[killed by signal: SIGKILL]\n"),
-    "head_tail": (
-        "1\n"
-        "2\n"
-        "3\n"
-        "4\n"
-        "5\n"
-        "6\n"
-        "7\n"
-        "8\n"
-        "9\n"
-        "10\n"
-        "11\n"
-        "12\n"
-        "13\n"
-        "14\n"
-        "15\n"
-        "16\n"
-        "17\n"
-        "18\n"
-        "19\n"
-        "20\n"
-        "21\n"
-        "22\n"
-        "23\n"
-        '[... bytes 60-13838 not shown (13778 bytes); read them: artifact_read {"id": "art_ID1", "offset": 60} ...]\n'
-        "2990\n"
-        "2991\n"
-        "2992\n"
-        "2993\n"
-        "2994\n"
-        "2995\n"
-        "2996\n"
-        "2997\n"
-        "2998\n"
-        "2999\n"
-        "3000\n"
-        "\n"
-        '[output truncated; full output: <spill:stdout>; artifact art_ID1; shown lines 1-23 (bytes 0-60) and lines 2990-3000 (bytes 13838-13893) of 3000 lines, 13893 bytes; not shown: lines 24-2989, bytes 60-13838; read more: artifact_read {"id": "art_ID1", "offset": 60}, or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
-    ),
-    "legacy": (
-        "2977\n"
-        "2978\n"
-        "2979\n"
-        "2980\n"
-        "2981\n"
-        "2982\n"
-        "2983\n"
-        "2984\n"
-        "2985\n"
-        "2986\n"
-        "2987\n"
-        "2988\n"
-        "2989\n"
-        "2990\n"
-        "2991\n"
-        "2992\n"
-        "2993\n"
-        "2994\n"
-        "2995\n"
-        "2996\n"
-        "2997\n"
-        "2998\n"
-        "2999\n"
-        "3000\n"
-        "\n"
-        "[output truncated; full output: <spill:stdout>]"
-    ),
-    "legacy_spill_off": (
-        "2977\n"
-        "2978\n"
-        "2979\n"
-        "2980\n"
-        "2981\n"
-        "2982\n"
-        "2983\n"
-        "2984\n"
-        "2985\n"
-        "2986\n"
-        "2987\n"
-        "2988\n"
-        "2989\n"
-        "2990\n"
-        "2991\n"
-        "2992\n"
-        "2993\n"
-        "2994\n"
-        "2995\n"
-        "2996\n"
-        "2997\n"
-        "2998\n"
-        "2999\n"
-        "3000\n"
-        "\n"
-        "[output truncated; full output: artifact://art_ID1]"
-    ),
-    "spill_off": (
-        "2978\n"
-        "2979\n"
-        "2980\n"
-        "2981\n"
-        "2982\n"
-        "2983\n"
-        "2984\n"
-        "2985\n"
-        "2986\n"
-        "2987\n"
-        "2988\n"
-        "2989\n"
-        "2990\n"
-        "2991\n"
-        "2992\n"
-        "2993\n"
-        "2994\n"
-        "2995\n"
-        "2996\n"
-        "2997\n"
-        "2998\n"
-        "2999\n"
-        "3000\n"
-        "\n"
-        '[output truncated; full output: artifact art_ID1; shown lines 2978-3000 of 3000 (bytes 13778-13893 of 13893); not shown: lines 1-2977, bytes 0-13778; read more: artifact_read {"id": "art_ID1", "offset": 0, "limit": 13778} (the bytes just before these), or search: artifact_grep {"id": "art_ID1", "pattern": "<regex>"}]'
-    ),
-}
