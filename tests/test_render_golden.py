@@ -161,3 +161,20 @@ def test_the_cli_prints_the_text_as_ended_lines(tmp_path: Path) -> None:
     # transcript shows next is not glued to the marker.
     assert plain.stdout.decode() == text + "\n"
     assert parse_exit_status(plain.stdout.decode().removesuffix("\n")).exit_code == 3
+
+
+def test_the_readmes_example_marker_is_the_one_run_prints(store: ArtifactStore) -> None:
+    """The README shows the marker of ``seq 1 100000; exit 2`` at the default
+    window; it is that marker, with only the id and the spill path shortened."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    ex = Executor(ShellSettings(grace_ms=300), StoreSink(store, ALICE))
+    text = ex.run(ExecRequest(command="seq 1 100000; exit 2")).text
+    text = re.sub(r"art_[0-9A-Z]{26}", "art_01M8…", text)
+    text = re.sub(
+        r"/[^ ;\]]*dsh-subprocess-[^ ;\]]*-stdout\.log",
+        "/tmp/dsh-subprocess-x/dsh-subprocess-…-stdout.log",
+        text,
+    )
+    marker, exit_line = text.splitlines()[-2:]
+    assert exit_line == "[exit code: 2]"
+    assert f"\n{marker}\n{exit_line}\n```" in readme, marker
