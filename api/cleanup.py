@@ -17,8 +17,8 @@ import threading
 from collections.abc import Callable
 from functools import partial
 
+from overspill.artifacts.catalog.sweeper import SweepReport
 from overspill.artifacts.store import ArtifactStore
-from overspill.artifacts.sweeper import SweepReport
 from overspill.shell.config import ShellSettings
 from overspill.shell.spill import sweep_old_spill_files
 

@@ -2,6 +2,22 @@
 
 This package imports nothing else of overspill's; ``shell`` and ``api`` build on it.
 
+Its parts, each a package whose ``__init__`` says what it holds and what it may
+import (``lint-imports`` holds the order, top to bottom):
+
+- ``store``: ``ArtifactStore``, the one Python API over all of it;
+- ``writing``: artifacts made (ingest, the writer, publishing) and rewritten
+  (compaction);
+- ``reading``: bounded reads of one output, and search across outputs;
+- ``grep``: the grep engine and its worker processes;
+- ``catalog``: metadata and lifecycle: retention, policies, quotas, usage,
+  cleanup, tokens, audit;
+- ``stored``: an artifact's bytes at rest (segments, frames, blob references,
+  the legacy spill file); ``ledger``: what models were shown and read back;
+- beneath them, the foundations every part uses: ``errors``, ``records``,
+  ``queries``, ``bounds``, ``config``, ``context``, ``ids``, ``clock``, ``units``,
+  and the two backends, ``db`` (SQLAlchemy) and ``blobs`` (files, S3).
+
 Names are imported on first use: ``ArtifactStore`` pulls in SQLAlchemy and the
 blob SDKs (~0.4 s) and the records pydantic (~0.1 s), which a command that never
 overflows must not pay for.
@@ -18,8 +34,8 @@ if __name__ != "overspill.artifacts":  # one identity: the folder is never a top
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .config import StoreSettings
-    from .errors import (
+    from overspill.artifacts.config import StoreSettings
+    from overspill.artifacts.errors import (
         Conflict,
         Gone,
         InvalidArgument,
@@ -30,21 +46,21 @@ if TYPE_CHECKING:
         QuotaExceeded,
         StorageUnavailable,
     )
-    from .records import ArtifactInfo, Principal
-    from .segments import WriteResult
-    from .store import ArtifactStore
-    from .writer import ArtifactWriter
+    from overspill.artifacts.records import ArtifactInfo, Principal
+    from overspill.artifacts.store import ArtifactStore
+    from overspill.artifacts.writing.segments import WriteResult
+    from overspill.artifacts.writing.writer import ArtifactWriter
 
 # Everything is imported on first use: a submodule such as ``artifacts.utf8`` must
 # not pull in pydantic (the records) or SQLAlchemy (the store) for a command that
 # never overflows, which is most of what ``overspill run`` executes.
 _LAZY = {
     "ArtifactStore": "overspill.artifacts.store",
-    "ArtifactWriter": "overspill.artifacts.writer",
+    "ArtifactWriter": "overspill.artifacts.writing.writer",
     "StoreSettings": "overspill.artifacts.config",
     "ArtifactInfo": "overspill.artifacts.records",
     "Principal": "overspill.artifacts.records",
-    "WriteResult": "overspill.artifacts.segments",
+    "WriteResult": "overspill.artifacts.writing.segments",
     **{
         name: "overspill.artifacts.errors"
         for name in (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from .errors import InvalidArgument
+from overspill.artifacts.errors import InvalidArgument
 
 
 class Clock(Protocol):

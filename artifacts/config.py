@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from .settings_base import SettingsBase, setting
+from overspill.artifacts.settings_base import SettingsBase, setting
 
 MiB = 1024 * 1024
 
@@ -56,7 +56,7 @@ class StoreSettings(SettingsBase):
         gt=0,
         doc="storage that takes no segment this long fails the artifact; the command goes on",
     )
-    # 3 by measurement: see artifacts/frames.py.
+    # 3 by measurement: see artifacts/stored/frames.py.
     compression_level: int = setting(
         3,
         ge=0,
@@ -64,7 +64,7 @@ class StoreSettings(SettingsBase):
         doc="zstd level of the frames an ended output is compressed into (0: stored as written)",
     )
     # The hot tier. An agent reads an output within minutes of making it, almost
-    # never later; see artifacts/compaction.py for the measurement behind 15 minutes.
+    # never later; see artifacts/writing/compaction.py for the measurement behind 15 minutes.
     hot_s: float = setting(
         900,
         ge=0,
@@ -89,7 +89,7 @@ class StoreSettings(SettingsBase):
         doc="how long an expired or deleted output's row stays (answering `expired` or "
         "`deleted`, never wrong bytes) after its bytes are gone",
     )
-    # See artifacts/search_pool.py.
+    # See artifacts/grep/search_pool.py.
     search_workers: int = setting(
         0,
         ge=0,

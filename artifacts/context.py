@@ -12,10 +12,10 @@ from contextlib import AbstractContextManager
 
 from sqlalchemy.orm import Session
 
-from .blobs.base import BlobStore
-from .clock import Clock
-from .config import StoreSettings
-from .db.unit import Database
+from overspill.artifacts.blobs.base import BlobStore
+from overspill.artifacts.clock import Clock
+from overspill.artifacts.config import StoreSettings
+from overspill.artifacts.db.unit import Database
 
 
 class StoreContext:

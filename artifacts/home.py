@@ -14,7 +14,7 @@ import errno
 import os
 import stat
 
-from .errors import ConfigurationError, StorageUnavailable
+from overspill.artifacts.errors import ConfigurationError, StorageUnavailable
 
 
 def ensure_home(path: str | os.PathLike[str]) -> str:

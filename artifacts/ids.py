@@ -11,7 +11,7 @@ import re
 import secrets
 import time
 
-from .errors import InvalidArgument
+from overspill.artifacts.errors import InvalidArgument
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 PREFIX = "art_"

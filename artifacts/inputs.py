@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .errors import InvalidArgument
+from overspill.artifacts.errors import InvalidArgument
 
 MAX_SOURCE_DEPTH = 16
 MAX_SOURCE_BYTES = 64 * 1024

@@ -14,9 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import bounds as b
-from .bounds import MAX_OFFSET, MAX_PAGE
-from .errors import InvalidArgument
+from overspill.artifacts import bounds as b
+from overspill.artifacts.bounds import MAX_OFFSET, MAX_PAGE
+from overspill.artifacts.errors import InvalidArgument
 
 State = Literal["writing", "complete", "capped", "incomplete", "failed", "expired", "deleted"]
 
@@ -51,7 +51,7 @@ class GrepQuery(_Query):
 
 
 class GrepLinesQuery(_Query):
-    """grep as ``grep -n`` prints it, streamed (``artifacts.grep_text``): every
+    """grep as ``grep -n`` prints it, streamed (``artifacts.grep.grep_text``): every
     match to the end (or ``max_count``), not pages of records."""
 
     pattern: str = Field(

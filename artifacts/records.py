@@ -62,7 +62,7 @@ class ArtifactInfo(_Record):
     stored_bytes: int | None = None
     compressed: bool = False
     # The bytes of this output a model was shown inline when it was made (None:
-    # not an output a model was shown a view of); see artifacts/ledger.py.
+    # not an output a model was shown a view of); see artifacts/ledger/ledger.py.
     shown_bytes: int | None = None
 
     @property

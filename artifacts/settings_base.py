@@ -30,7 +30,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Literal, NamedTuple, Self
 
-from .errors import ConfigurationError
+from overspill.artifacts.errors import ConfigurationError
 
 PREFIX = "OVERSPILL_"
 _MISSING: Any = object()
@@ -283,7 +283,7 @@ def _convert(value: Any, kind: _Kind, unit: str | None = None) -> Any:
         return None
     base = kind.base
     if unit is not None and isinstance(value, str):
-        from .units import parse_duration, parse_size
+        from overspill.artifacts.units import parse_duration, parse_size
 
         parse = parse_size if unit == "size" else parse_duration
         try:

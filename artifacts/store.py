@@ -21,16 +21,19 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from . import audit
-from .blobs.base import BlobStore
-from .blobs.registry import open_blob_store
-from .catalog import Catalog
-from .clock import Clock, SystemClock
-from .compaction import Compactor
-from .config import StoreSettings
-from .content import Content
-from .context import StoreContext
-from .db.engine import (
+from overspill.artifacts.blobs.base import BlobStore
+from overspill.artifacts.blobs.registry import open_blob_store
+from overspill.artifacts.catalog import audit
+from overspill.artifacts.catalog.catalog import Catalog
+from overspill.artifacts.catalog.policies import Policies
+from overspill.artifacts.catalog.quotas import Quotas
+from overspill.artifacts.catalog.retention import Forever
+from overspill.artifacts.catalog.sweeper import Sweeper
+from overspill.artifacts.catalog.tokens import TokenStore
+from overspill.artifacts.clock import Clock, SystemClock
+from overspill.artifacts.config import StoreSettings
+from overspill.artifacts.context import StoreContext
+from overspill.artifacts.db.engine import (
     SCHEMA_HEAD,
     Timeouts,
     check_database,
@@ -38,17 +41,20 @@ from .db.engine import (
     make_engine,
     schema_revision,
 )
-from .db.unit import Database
-from .errors import ConfigurationError, InvalidArgument, StorageUnavailable
-from .home import ensure_home
-from .ingest import Ingest
-from .ledger import Ledger, ReadCount, Stats
-from .policies import Policies
-from .publishing import Publisher
-from .queries import GrepLinesQuery, GrepQuery, LineQuery, ListQuery, SearchQuery, TailQuery
-from .quotas import Quotas
-from .reading import Reader
-from .records import (
+from overspill.artifacts.db.unit import Database
+from overspill.artifacts.errors import ConfigurationError, InvalidArgument, StorageUnavailable
+from overspill.artifacts.home import ensure_home
+from overspill.artifacts.ledger.ledger import Ledger, ReadCount, Stats
+from overspill.artifacts.queries import (
+    GrepLinesQuery,
+    GrepQuery,
+    LineQuery,
+    ListQuery,
+    SearchQuery,
+    TailQuery,
+)
+from overspill.artifacts.reading.reading import Reader
+from overspill.artifacts.records import (
     ArtifactInfo,
     ArtifactPage,
     GrepResult,
@@ -58,11 +64,12 @@ from .records import (
     TailWindow,
     TextWindow,
 )
-from .retention import Forever
-from .sweeper import Sweeper
-from .tokens import TokenStore
-from .writer import ArtifactWriter
-from .writes import NewArtifact
+from overspill.artifacts.stored.content import Content
+from overspill.artifacts.writing.compaction import Compactor
+from overspill.artifacts.writing.ingest import Ingest
+from overspill.artifacts.writing.publishing import Publisher
+from overspill.artifacts.writing.writer import ArtifactWriter
+from overspill.artifacts.writing.writes import NewArtifact
 
 LOW_DISK_BYTES = 16 * 1024 * 1024  # below this, /readyz says not ready
 
@@ -219,8 +226,8 @@ class ArtifactStore:
         return self.ledger.reads_of(artifact_id)
 
     def search(self, principal: Principal, query: SearchQuery) -> SearchResult:
-        """One pattern across the principal's own outputs (see ``artifacts/search.py``)."""
-        from .search import search
+        """One pattern across the principal's own outputs (see ``artifacts/reading/search.py``)."""
+        from overspill.artifacts.reading.search import search
 
         return search(self.catalog, self.reader, principal, query)
 

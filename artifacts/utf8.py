@@ -1,7 +1,7 @@
 """Cutting byte windows on UTF-8 character boundaries.
 
 Shared by the store's text windows and the executor's tails; kept apart from
-``artifacts.reads`` so the executor can use it without loading the store.
+``artifacts.reading.reads`` so the executor can use it without loading the store.
 """
 
 from __future__ import annotations

@@ -116,10 +116,10 @@ def main() -> None:
     size = 64 * MiB if args.quick else 256 * MiB
     total = 160 if args.quick else 1600
     clients = 32
+    from overspill.artifacts.catalog.tokens import NewToken
     from overspill.artifacts.config import StoreSettings
     from overspill.artifacts.records import Principal
     from overspill.artifacts.store import ArtifactStore
-    from overspill.artifacts.tokens import NewToken
 
     with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as tmp:
         store = ArtifactStore.open(StoreSettings(home=Path(tmp)))

@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import free_port, report, wait_up
 
+from overspill.artifacts.catalog.tokens import NewToken
 from overspill.artifacts.queries import GrepQuery, LineQuery
-from overspill.artifacts.tokens import NewToken
 
 MiB = 1024 * 1024
 PATTERNS = {

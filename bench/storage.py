@@ -187,9 +187,9 @@ def measure(
     targets: dict[str, dict[str, object]],
 ) -> None:
     """One output's figures and targets (see the module doc)."""
-    from overspill.artifacts.frames import FRAME_BYTES, _codec
     from overspill.artifacts.queries import GrepQuery, TailQuery
     from overspill.artifacts.records import Principal
+    from overspill.artifacts.stored.frames import FRAME_BYTES, _codec
 
     zstd = _codec()
     who = Principal(name="user:bench", role="user")

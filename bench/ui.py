@@ -29,10 +29,10 @@ TARGET_RATIO = 1.5
 
 def _seed(home: Path, large: int) -> tuple[str, str, str]:
     """A 1 KiB and a ``large``-byte artifact of log lines, and a token."""
+    from overspill.artifacts.catalog.tokens import NewToken
     from overspill.artifacts.config import StoreSettings
     from overspill.artifacts.records import Principal
     from overspill.artifacts.store import ArtifactStore
-    from overspill.artifacts.tokens import NewToken
 
     store = ArtifactStore.open(StoreSettings(home=home, max_artifact_bytes=large * 2))
     who = Principal(name="user:bench", role="user")

@@ -118,7 +118,7 @@ class _DeferredStream:
         return self._real.artifact_id if self._real is not None else None
 
     def progress(self) -> int:
-        from overspill.artifacts.db_retry import attempts
+        from overspill.artifacts.writing.db_retry import attempts
 
         real = self._real
         # (While the store opens, its retries through a brief outage are headway.)

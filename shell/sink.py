@@ -15,7 +15,7 @@ from .results import ArtifactRef
 if TYPE_CHECKING:  # imported when the first stream overflows, not before
     from overspill.artifacts.records import Principal
     from overspill.artifacts.store import ArtifactStore
-    from overspill.artifacts.writer import ArtifactWriter
+    from overspill.artifacts.writing.writer import ArtifactWriter
 
 MiB = 1024 * 1024
 
@@ -133,7 +133,7 @@ class StoreSink:
         return self._store
 
     def open(self, *, stream: str, source: dict[str, Any]) -> SinkStream:
-        from overspill.artifacts.db_retry import PRODUCER_RETRY_S, retrying
+        from overspill.artifacts.writing.db_retry import PRODUCER_RETRY_S, retrying
 
         store = self._get_store()
         writer = retrying(

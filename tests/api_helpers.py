@@ -14,8 +14,8 @@ from fastapi.testclient import TestClient
 
 from overspill.api.server.app import create_app
 from overspill.api.settings import ServerSettings, Settings
+from overspill.artifacts.catalog.tokens import NewToken
 from overspill.artifacts.store import ArtifactStore
-from overspill.artifacts.tokens import NewToken
 
 
 def settings_with(**server: object) -> Settings:

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
+from overspill.artifacts.catalog.tokens import NewToken
 from overspill.artifacts.store import ArtifactStore
-from overspill.artifacts.tokens import NewToken
 from tests.api_helpers import Api, make_api
 
 ZERO_ID = "art_" + "0" * 26

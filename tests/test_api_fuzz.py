@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 
 from overspill.api.server.app import create_app
+from overspill.artifacts.catalog.tokens import NewToken
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.store import ArtifactStore
-from overspill.artifacts.tokens import NewToken
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from overspill.api.client.http import OverspillClient, RemoteSink
+from overspill.artifacts.catalog.tokens import NewToken
 from overspill.artifacts.errors import Gone, NotFound, OffsetConflict
 from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, TailQuery
 from overspill.artifacts.store import ArtifactStore
-from overspill.artifacts.tokens import NewToken
 from overspill.shell import ExecRequest, Executor, ShellSettings
 from tests.api_helpers import Api, live_server, make_api
 from tests.helpers import ALICE, cli_env, run_cli
@@ -172,7 +172,7 @@ def test_the_cli_in_server_mode(server: tuple[Api, str]) -> None:
 def test_a_quota_stop_through_the_remote_sink_is_capped_not_failed(
     server: tuple[Api, str],
 ) -> None:
-    from overspill.artifacts.policies import PolicySpec
+    from overspill.artifacts.catalog.policies import PolicySpec
     from tests.helpers import ADMIN
 
     api, url = server

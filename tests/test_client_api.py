@@ -11,7 +11,7 @@ from overspill.api.client.api import StoreClient
 from overspill.api.client.http import OverspillClient
 from overspill.api.client.in_process import InProcessClient
 from overspill.artifacts.errors import Gone, NotFound
-from overspill.artifacts.writes import NewArtifact
+from overspill.artifacts.writing.writes import NewArtifact
 from overspill.shell import ExecRequest, Executor, ShellSettings
 
 pytestmark = pytest.mark.one_store

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from overspill.artifacts.clock import ManualClock
-from overspill.artifacts.compaction import Compactor
 from overspill.artifacts.errors import StorageUnavailable
-from overspill.artifacts.frames import FRAME_BYTES
 from overspill.artifacts.queries import GrepQuery, LineQuery, TailQuery
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
+from overspill.artifacts.stored.frames import FRAME_BYTES
+from overspill.artifacts.writing.compaction import Compactor
 from tests.helpers import ALICE, BOB, write_artifact
 
 
@@ -186,7 +186,9 @@ def test_a_compaction_whose_store_fails_leaves_the_artifact_as_written(
         real_put(key, payload)
 
     monkeypatch.setattr(store.blobs, "put", failing_put)
-    monkeypatch.setattr("overspill.artifacts.compaction.FRAMES_PER_PACK", 2)  # several packs
+    monkeypatch.setattr(
+        "overspill.artifacts.writing.compaction.FRAMES_PER_PACK", 2
+    )  # several packs
     assert not store.compactor.compact(artifact_id)
     assert _blob_keys(store) == keys  # the pack it did write was given back
     assert not store.get(ALICE, artifact_id).compressed

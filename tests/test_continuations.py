@@ -25,10 +25,10 @@ import pytest
 from overspill.api.agent.tools import ArtifactTools
 from overspill.api.client.http import OverspillClient
 from overspill.api.client.in_process import InProcessClient
+from overspill.artifacts.catalog.tokens import NewToken
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
-from overspill.artifacts.tokens import NewToken
 from overspill.shell.wording import find_calls
 from tests.api_helpers import live_server, make_api
 from tests.helpers import cli_env, run_cli, write_artifact

@@ -4,7 +4,8 @@ leaves no pointer to nowhere behind (``api/wire.py``, a ``saved`` module).
 Checked, in every module, class and function docstring of the three packages:
 a ``path/like.py`` (relative to the repository or to the module's folder), a
 dotted ``api.x.y`` / ``artifacts.x`` / ``shell.x`` (a module, or a name in one),
-and in a package's ``__init__`` the bare ``names`` it lists as its modules."""
+and in a package's ``__init__`` the bare ``names`` it lists as its modules (or
+as the packages beside it that it may import)."""
 
 from __future__ import annotations
 
@@ -77,8 +78,11 @@ def _dangling(path: Path) -> list[str]:
                 and re.fullmatch(r"[a-z][a-z_]*", ref)
                 and ref not in NOT_MODULES
             ):
-                here = path.parent
-                module = (here / f"{ref}.py").exists() or (here / ref).is_dir()
+                # its own modules, or its siblings' (a package names what it may import)
+                module = any(
+                    (here / f"{ref}.py").exists() or (here / ref).is_dir()
+                    for here in (path.parent, path.parent.parent)
+                )
                 if not module and ref not in _defined_in(path):
                     found.append(ref)
     return found

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from overspill.artifacts.blobs.s3 import S3BlobStore
+from overspill.artifacts.catalog.tokens import NewToken
 from overspill.artifacts.db.engine import make_engine, upgrade
 from overspill.artifacts.store import ArtifactStore
-from overspill.artifacts.tokens import NewToken
 from overspill.shell import ExecRequest, Executor, ShellSettings, StoreSink
 from tests.helpers import ALICE, short_complete, store_settings
 
@@ -585,8 +585,8 @@ def test_a_publish_sent_again_after_its_answer_was_lost_counts_once(
     from overspill.artifacts.blobs.base import BlobNotFound
     from overspill.artifacts.blobs.keys import segment_key
     from overspill.artifacts.errors import OffsetConflict
-    from overspill.artifacts.segments import StagedSegment
-    from overspill.artifacts.writes import NewArtifact
+    from overspill.artifacts.writing.segments import StagedSegment
+    from overspill.artifacts.writing.writes import NewArtifact
 
     info, lease = store.ingest.open_lease(ALICE, NewArtifact(kind="output"))
     data = b"".join(b"line %d\n" % i for i in range(1000))

@@ -13,10 +13,10 @@ import httpx
 import pytest
 
 from overspill.api.server.app import create_app
+from overspill.artifacts.catalog.tokens import NewToken
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
-from overspill.artifacts.tokens import NewToken
 from tests.api_helpers import live_server, settings_with
 from tests.helpers import ALICE
 

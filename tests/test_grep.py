@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from overspill.artifacts.errors import InvalidArgument
-from overspill.artifacts.grep import OVERLAP
+from overspill.artifacts.grep.grep import OVERLAP
 from overspill.artifacts.queries import GrepQuery
 from overspill.artifacts.store import ArtifactStore
 from tests.helpers import ALICE, write_artifact
@@ -199,7 +199,7 @@ def test_grep_rows_of_an_output_of_many_segments_are_gnu_greps_across_segment_ed
     from pathlib import Path
 
     from overspill.artifacts.config import StoreSettings
-    from overspill.artifacts.grep_text import STATUS
+    from overspill.artifacts.grep.grep_text import STATUS
     from overspill.artifacts.queries import GrepLinesQuery
 
     store = ArtifactStore.open(

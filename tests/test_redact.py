@@ -491,7 +491,7 @@ def test_only_an_admins_policy_lets_an_owner_store_output_unmasked(tmp_path: Pat
 
 
 def test_the_redaction_switch_inherits_owner_over_global_over_on(store: ArtifactStore) -> None:
-    from overspill.artifacts.policies import PolicySpec
+    from overspill.artifacts.catalog.policies import PolicySpec
     from overspill.artifacts.records import Principal
 
     admin = Principal(name="root", role="admin")

@@ -20,9 +20,9 @@ from overspill.api.agent.result_saver import saver_for
 from overspill.api.client.in_process import InProcessClient
 from overspill.api.server.app import create_app
 from overspill.api.settings import ClientSettings, ServerSettings, Settings
+from overspill.artifacts.catalog.tokens import NewToken
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
-from overspill.artifacts.tokens import NewToken
 from overspill.shell import ExecRequest, Executor, ShellSettings, StoreSink
 from overspill.shell.redact.policy import Redaction
 from tests.helpers import cli_env, run_cli

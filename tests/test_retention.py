@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from overspill.artifacts.blobs.s3 import S3BlobStore
+from overspill.artifacts.catalog.policies import PolicySpec
+from overspill.artifacts.catalog.retention import GLOBAL
 from overspill.artifacts.clock import ManualClock
 from overspill.artifacts.errors import Gone, QuotaExceeded
-from overspill.artifacts.policies import PolicySpec
 from overspill.artifacts.queries import ListQuery
 from overspill.artifacts.records import Principal
-from overspill.artifacts.retention import GLOBAL
 from overspill.artifacts.store import ArtifactStore
 from tests.helpers import ADMIN, ALICE, BOB, write_artifact
 
@@ -231,7 +231,7 @@ def test_deleting_while_a_writer_publishes_leaves_usage_exact(
     started right after the delete has read the row and before it updates usage:
     with the lock the publish waits for the delete (and then finds a tombstone);
     without it, the publish committed in between and its bytes stayed counted."""
-    from overspill.artifacts import catalog
+    from overspill.artifacts.catalog import catalog
     from overspill.artifacts.errors import OverspillError
 
     w = store.open_writer(ALICE)

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from overspill.api.scrub import scrub_page
-from overspill.artifacts.frames import FRAME_BYTES
 from overspill.artifacts.store import ArtifactStore
+from overspill.artifacts.stored.frames import FRAME_BYTES
 from overspill.shell.redact.policy import Redaction
 from tests.helpers import ALICE, cli_env, run_cli, write_artifact
 

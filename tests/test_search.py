@@ -149,7 +149,7 @@ def test_a_walk_resumes_where_it_stopped_without_listing_what_it_searched(
 def test_a_call_lists_about_as_many_more_outputs_as_its_bytes_left_will_search(
     store: ArtifactStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from overspill.artifacts import search as search_module
+    from overspill.artifacts.reading import search as search_module
 
     monkeypatch.setattr(search_module, "_PAGE", 10)
     monkeypatch.setattr(search_module, "_MIN_PAGE", 2)

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from overspill.artifacts.config import StoreSettings
+from overspill.artifacts.grep.search_pool import Lookahead, SearchPool, _Worker
 from overspill.artifacts.queries import SearchQuery
 from overspill.artifacts.records import GrepResult, Principal, SearchResult
-from overspill.artifacts.search_pool import Lookahead, SearchPool, _Worker
 from overspill.artifacts.store import ArtifactStore
 from tests.helpers import ALICE, wait_until
 
@@ -226,7 +226,7 @@ def _worker_pids(parent: int | None = None) -> list[int]:
     """The search workers started by ``parent`` (this process by default)."""
     ppid = os.getpid() if parent is None else parent
     out = subprocess.run(
-        ["pgrep", "-P", str(ppid), "-f", "overspill.artifacts.search_worker"],
+        ["pgrep", "-P", str(ppid), "-f", "overspill.artifacts.grep.search_worker"],
         capture_output=True,
         text=True,
         check=False,
@@ -253,7 +253,7 @@ def _alive(pids: list[int]) -> bool:
 def test_the_default_count_of_workers_follows_the_cores_where_affinity_is_unknown(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from overspill.artifacts import search_pool
+    from overspill.artifacts.grep import search_pool
 
     assert search_pool.cores() >= 1
     monkeypatch.delattr(os, "sched_getaffinity", raising=False)  # as on macOS

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from overspill.api.server.app import create_app
+from overspill.artifacts.catalog.tokens import NewToken
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
-from overspill.artifacts.tokens import NewToken
 from tests.api_helpers import live_server
 from tests.conftest import _truncate_all
 from tests.helpers import make_bucket, store_settings, unavailable, write_artifact
@@ -405,7 +405,7 @@ def test_download_saves_the_exact_bytes(page: Any, site: Site, tmp_path: Path) -
 
 
 def test_pin_unpin_and_retention_changes_say_what_applied(page: Any, site: Site) -> None:
-    from overspill.artifacts.policies import PolicySpec
+    from overspill.artifacts.catalog.policies import PolicySpec
 
     site.store.policies.set(ROOT, PolicySpec(max_retention_s=30 * 86400))
     art = output(site.store, b"keep me\n")

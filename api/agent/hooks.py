@@ -228,7 +228,7 @@ def tail_view(
 
     size = int(info["size_bytes"])
     start = max(0, size - window)
-    from overspill.artifacts.read_context import SHOWN, reading_as
+    from overspill.artifacts.ledger.read_context import SHOWN, reading_as
 
     with reading_as(SHOWN):  # what the model is shown: the ledger counts it so
         tail = b"".join(calls.content(info["id"], start, size))

@@ -232,7 +232,7 @@ def _dispatch(args: argparse.Namespace, argv: list[str]) -> int:
         ctx = CliContext(settings, argv)
         for note in settings.warnings:
             ctx.warn(note)
-        from overspill.artifacts.read_context import reading_as
+        from overspill.artifacts.ledger.read_context import reading_as
 
         # What the verb reads is the verb's, in this conversation (the ledger).
         with reading_as(args.verb, settings.client.session_id):

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
         TailWindow,
         TextWindow,
     )
-    from overspill.artifacts.writes import NewArtifact
+    from overspill.artifacts.writing.writes import NewArtifact
     from overspill.shell.sink import OutputSink
 
     from ..results import SavedResult, SaveRequest

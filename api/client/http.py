@@ -12,9 +12,11 @@ import builtins
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from overspill.artifacts.audit import AuditEntry
+from overspill.artifacts.catalog.audit import AuditEntry
+from overspill.artifacts.catalog.policies import PolicySpec, PolicyView, Preview
+from overspill.artifacts.catalog.sweeper import SweepReport
+from overspill.artifacts.catalog.tokens import IssuedToken, NewToken, TokenInfo
 from overspill.artifacts.gc_pause import cyclic_gc_paused
-from overspill.artifacts.policies import PolicySpec, PolicyView, Preview
 from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, SearchQuery, TailQuery
 from overspill.artifacts.records import (
     ArtifactInfo,
@@ -25,9 +27,7 @@ from overspill.artifacts.records import (
     TailWindow,
     TextWindow,
 )
-from overspill.artifacts.sweeper import SweepReport
-from overspill.artifacts.tokens import IssuedToken, NewToken, TokenInfo
-from overspill.artifacts.writes import NewArtifact
+from overspill.artifacts.writing.writes import NewArtifact
 
 from ..results import SavedResult, SaveRequest
 from .calls import ApiCalls

@@ -7,8 +7,8 @@ import builtins
 import time
 from collections.abc import Iterable, Iterator
 
-from overspill.artifacts.follow import Backoff
 from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, SearchQuery, TailQuery
+from overspill.artifacts.reading.follow import Backoff
 from overspill.artifacts.records import (
     ArtifactInfo,
     ArtifactPage,
@@ -20,7 +20,7 @@ from overspill.artifacts.records import (
     TextWindow,
 )
 from overspill.artifacts.store import ArtifactStore
-from overspill.artifacts.writes import NewArtifact
+from overspill.artifacts.writing.writes import NewArtifact
 from overspill.shell.redact.policy import Redaction, masked, what_was_masked
 from overspill.shell.sink import OutputSink
 

@@ -26,7 +26,7 @@ def output_sink(settings: Settings, warn: Callable[[str], None]) -> DeferredSink
     max_bytes = settings.shell.stream_max_bytes
 
     def build() -> OutputSink:
-        from overspill.artifacts.db_retry import PRODUCER_RETRY_S, retrying
+        from overspill.artifacts.writing.db_retry import PRODUCER_RETRY_S, retrying
 
         if c.url:
             from .sinks import RemoteSink

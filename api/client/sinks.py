@@ -20,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from overspill.artifacts.db_retry import PRODUCER_RETRY_S, retrying
 from overspill.artifacts.errors import DatabaseUnavailable, OffsetConflict, OverspillError
-from overspill.artifacts.segments import StagedSegment, stored_account
-from overspill.artifacts.writer import ArtifactWriter
-from overspill.artifacts.writes import Ending
+from overspill.artifacts.writing.db_retry import PRODUCER_RETRY_S, retrying
+from overspill.artifacts.writing.segments import StagedSegment, stored_account
+from overspill.artifacts.writing.writer import ArtifactWriter
+from overspill.artifacts.writing.writes import Ending
 from overspill.shell.results import ArtifactRef
 from overspill.shell.sink import SinkStream, WriterStream
 
@@ -282,7 +282,7 @@ class LocalServerSink:
             client.json("DELETE", f"/v1/artifacts/{answer['artifact']['id']}")
             return self._remote.open(stream=stream, source=source)
         from overspill.artifacts.blobs.local import LocalBlobStore
-        from overspill.artifacts.segment_storage import BlobPlacer
+        from overspill.artifacts.writing.segment_storage import BlobPlacer
 
         if self._blobs is None:
             self._blobs = LocalBlobStore(root)

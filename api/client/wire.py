@@ -34,7 +34,7 @@ from overspill.artifacts.errors import (
     StorageUnavailable,
     error_from_wire,
 )
-from overspill.artifacts.read_context import headers as reading_headers
+from overspill.artifacts.ledger.read_context import headers as reading_headers
 
 _READ = 256 * 1024
 _MAX_HEADER = 64 * 1024

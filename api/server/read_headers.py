@@ -1,5 +1,5 @@
 """A request's ``X-Overspill-Tool`` and ``X-Overspill-Session`` headers as its read
-context (``artifacts.read_context``): the CLI verb, the web pages ("ui"), the
+context (``artifacts.ledger.read_context``): the CLI verb, the web pages ("ui"), the
 MCP tool a remote agent called, and the conversation, for the context ledger.
 
 A header that is not a short word is ignored (the ledger's tool names are its
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from overspill.artifacts.read_context import reading_as
+from overspill.artifacts.ledger.read_context import reading_as
 
 _TOOL = re.compile(r"[a-z][a-z0-9_.-]{0,39}")
 

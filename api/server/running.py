@@ -21,10 +21,10 @@ from typing import Any
 
 import uvicorn
 
+from overspill.artifacts.catalog.tokens import NewToken
 from overspill.artifacts.errors import ConfigurationError, OverspillError
 from overspill.artifacts.home import ensure_home
 from overspill.artifacts.store import ArtifactStore
-from overspill.artifacts.tokens import NewToken
 
 from ..cleanup import BackgroundCompactor, PeriodicSweeper, sweep_soon
 from ..client.local_server import RUN_LOCK, fingerprint, flocked, socket_path

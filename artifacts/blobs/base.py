@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import NamedTuple, Protocol, runtime_checkable
 
-from ..errors import InvalidArgument
+from overspill.artifacts.errors import InvalidArgument
 
 # Keys are produced by the store ("art_…/0000000007"); anything else is refused so
 # a key can never climb out of a backend's root or prefix.

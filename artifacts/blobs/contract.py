@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ..errors import InvalidArgument
-from .base import BlobNotFound, BlobStore
+from overspill.artifacts.blobs.base import BlobNotFound, BlobStore
+from overspill.artifacts.errors import InvalidArgument
 
 ESCAPING_KEYS = ("../escape", "a/../../b", "/abs", "a//b", "a/b/", "sp ace", "")
 

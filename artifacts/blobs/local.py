@@ -18,8 +18,8 @@ import stat
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
-from ..errors import DiskFull, StorageUnavailable
-from .base import BlobInfo, BlobNotFound, check_key
+from overspill.artifacts.blobs.base import BlobInfo, BlobNotFound, check_key
+from overspill.artifacts.errors import DiskFull, StorageUnavailable
 
 _READ_CHUNK = 1024 * 1024
 # put()'s temporary names: ".tmp-<segment name>-<12 hex>".

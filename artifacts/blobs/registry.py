@@ -6,12 +6,12 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from ..errors import ConfigurationError
-from .base import BlobStore
+from overspill.artifacts.blobs.base import BlobStore
+from overspill.artifacts.errors import ConfigurationError
 
 
 def _local(url: str, _endpoint: str | None) -> BlobStore:
-    from .local import LocalBlobStore
+    from overspill.artifacts.blobs.local import LocalBlobStore
 
     parsed = urlparse(url)
     if parsed.netloc not in ("", "localhost"):
@@ -28,7 +28,7 @@ def _s3(url: str, endpoint: str | None) -> BlobStore:
         raise ConfigurationError(
             f"blob URL {url!r} needs the S3 support: pip install 'overspill[s3]'"
         ) from None
-    from .s3 import S3BlobStore
+    from overspill.artifacts.blobs.s3 import S3BlobStore
 
     parsed = urlparse(url)
     if not parsed.netloc:

@@ -11,9 +11,9 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from ..errors import StorageUnavailable
-from .base import BlobInfo, BlobNotFound, check_key
-from .keys import is_segment_key
+from overspill.artifacts.blobs.base import BlobInfo, BlobNotFound, check_key
+from overspill.artifacts.blobs.keys import is_segment_key
+from overspill.artifacts.errors import StorageUnavailable
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

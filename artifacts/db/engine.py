@@ -17,8 +17,8 @@ from sqlalchemy import Engine, create_engine, event, inspect, text
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 from sqlalchemy.pool import NullPool
 
-from ..errors import ConfigurationError, DatabaseUnavailable, StorageUnavailable
-from ..home import describe_os_error
+from overspill.artifacts.errors import ConfigurationError, DatabaseUnavailable, StorageUnavailable
+from overspill.artifacts.home import describe_os_error
 
 WRITE_LOCK = "overspill_write_lock"
 """Execution option: this transaction reads then writes; lock up front on SQLite."""

@@ -102,7 +102,7 @@ class Artifact(Base):
     # another artifact of its owner are counted there); NULL: not compacted, its
     # blobs hold size_bytes.
     stored_bytes: Mapped[int | None] = mapped_column(BigInteger)
-    # The context ledger (artifacts/ledger.py): the bytes of this output a model
+    # The context ledger (artifacts/ledger/ledger.py): the bytes of this output a model
     # was shown inline when it was made (NULL: not an output a model was shown),
     # and the harness it was made in (its hook's name, or an agent owner's).
     shown_bytes: Mapped[int | None] = mapped_column(BigInteger)
@@ -141,7 +141,7 @@ class Segment(Base):
     # Where the segment's first byte sits in its blob (segments of one publish
     # batch share a file). Null on rows from before 0003: read from the key.
     blob_offset: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
-    # A compacted artifact's segments are frames (artifacts/frames.py): ``codec``
+    # A compacted artifact's segments are frames (artifacts/stored/frames.py): ``codec``
     # "zstd" holds ``stored_size`` bytes at ``blob_offset`` that decode to ``size``
     # (NULL: the bytes are stored as they are). ``digest`` (sha256 of the logical
     # bytes) lets another artifact of the same owner share the frame.

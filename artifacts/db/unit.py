@@ -23,8 +23,8 @@ from sqlalchemy.exc import (
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import Session, sessionmaker
 
-from ..errors import DatabaseUnavailable, InvalidArgument, StorageUnavailable
-from .engine import WRITE_LOCK, first_line
+from overspill.artifacts.db.engine import WRITE_LOCK, first_line
+from overspill.artifacts.errors import DatabaseUnavailable, InvalidArgument, StorageUnavailable
 
 T = TypeVar("T")
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from overspill.artifacts.errors import Gone, OverspillError
-from overspill.artifacts.grep_groups import Groups, Row
+from overspill.artifacts.grep.grep_groups import Groups, Row
 from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, TailQuery
 from overspill.artifacts.records import ArtifactInfo, Line, Window
 from overspill.shell.wording import call, count, end_of_stored, redaction_note, tool_error
@@ -162,7 +162,7 @@ class ArtifactTools:
         if schema is None:
             known = ", ".join(self._schemas)
             return ToolResult(tool_error(f"there is no tool {name[:100]!r}; tools: {known}"), True)
-        from overspill.artifacts.read_context import reading_as
+        from overspill.artifacts.ledger.read_context import reading_as
 
         try:
             args = check_arguments(name, schema, arguments)

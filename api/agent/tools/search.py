@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from overspill.artifacts.queries import SearchQuery
-from overspill.artifacts.search import resume_cursor
+from overspill.artifacts.reading.search import resume_cursor
 from overspill.shell.wording import call, count
 
 from ...client.api import StoreClient

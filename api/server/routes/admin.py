@@ -8,13 +8,13 @@ from typing import Any
 from fastapi import APIRouter, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from overspill.artifacts.audit import AuditEntry
 from overspill.artifacts.bounds import MAX_OFFSET
+from overspill.artifacts.catalog.audit import AuditEntry
+from overspill.artifacts.catalog.policies import PolicySpec, PolicyView, Preview
+from overspill.artifacts.catalog.retention import GLOBAL
+from overspill.artifacts.catalog.sweeper import SweepReport
+from overspill.artifacts.catalog.tokens import IssuedToken, NewToken, TokenInfo
 from overspill.artifacts.errors import InvalidArgument
-from overspill.artifacts.policies import PolicySpec, PolicyView, Preview
-from overspill.artifacts.retention import GLOBAL
-from overspill.artifacts.sweeper import SweepReport
-from overspill.artifacts.tokens import IssuedToken, NewToken, TokenInfo
 
 from ...cleanup import run_cleanup
 from ...scrub import ScrubReport, scrub_page

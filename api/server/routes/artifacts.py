@@ -17,14 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import ClientDisconnect
 
 from overspill.artifacts.bounds import MAX_OFFSET
+from overspill.artifacts.catalog.retention import MAX_RETENTION_S
 from overspill.artifacts.errors import InvalidArgument, StorageUnavailable
 from overspill.artifacts.queries import ListQuery
 from overspill.artifacts.records import (
     ArtifactInfo,
     ArtifactPage,
 )
-from overspill.artifacts.retention import MAX_RETENTION_S
-from overspill.artifacts.writes import Ending, NewArtifact
+from overspill.artifacts.writing.writes import Ending, NewArtifact
 from overspill.shell.redact.policy import what_was_masked
 from overspill.shell.redact.stream import StreamRedactor
 

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from fastapi import APIRouter, Query
 
 from overspill.artifacts.errors import InvalidArgument
-from overspill.artifacts.ledger import ReadCount
-from overspill.artifacts.ledger_stats import Stats, since_for
+from overspill.artifacts.ledger.ledger import ReadCount
+from overspill.artifacts.ledger.ledger_stats import Stats, since_for
 
 from ..deps import PrincipalDep, StoreDep
 from .artifacts import ARTIFACT_ID

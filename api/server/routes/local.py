@@ -24,8 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from overspill.artifacts.blobs.base import AppendableBlobStore
 from overspill.artifacts.bounds import MAX_OFFSET
 from overspill.artifacts.inputs import check_source, check_text
-from overspill.artifacts.segments import StagedSegment
-from overspill.artifacts.writes import Ending
+from overspill.artifacts.writing.segments import StagedSegment
+from overspill.artifacts.writing.writes import Ending
 
 from ..deps import PrincipalDep, StoreDep
 from .artifacts import CreateArtifact

@@ -23,8 +23,8 @@ from pydantic import BaseModel, Field
 from starlette.background import BackgroundTask
 
 from overspill.artifacts.errors import OverspillError, TooManyRequests
-from overspill.artifacts.follow import Backoff
 from overspill.artifacts.queries import GrepLinesQuery, GrepQuery, LineQuery, TailQuery, TextQuery
+from overspill.artifacts.reading.follow import Backoff
 from overspill.artifacts.records import (
     GrepResult,
     LineWindow,
