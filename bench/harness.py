@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import median, report
 
-from overspill.api.agent.install_shell import hook_group
+from overspill.api.agent.harness_config.install_shell import hook_group
 from tests.harnesses.clients import HARNESSES, installed
 from tests.harnesses.standin import Action, Reply, StandIn, ToolCall, Turn
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from overspill.api.agent.jsonc import JsoncDocument
+from overspill.api.agent.harness_config.jsonc import JsoncDocument
 from tests.helpers import cli_env, run_cli
 
 pytestmark = pytest.mark.slow

@@ -11,14 +11,13 @@ import itertools
 import threading
 from typing import Any
 
+from overspill.api.agent.tools import ToolResult
+from overspill.api.agent.tools.arguments import ToolArgumentError, check_arguments
+from overspill.api.agent.tools.schemas import BASH_DEFINITIONS
 from overspill.shell import ExecRequest, ExecResult, Executor, InvalidRequest, SpawnError
 from overspill.shell.background import BackgroundJob
 from overspill.shell.render import result_markers
 from overspill.shell.wording import call, tool_error
-
-from .tools import ToolResult
-from .tools.arguments import ToolArgumentError, check_arguments
-from .tools.schemas import BASH_DEFINITIONS
 
 
 class BashTools:

@@ -30,9 +30,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from overspill.api.settings import Settings
     from overspill.shell.sink import OutputSink
-
-    from ..settings import Settings
 
 
 class HarnessShellSpec:
@@ -45,7 +44,7 @@ class HarnessShellSpec:
 
 
 def spec_of(harness: str) -> HarnessShellSpec:
-    from .harnesses import SHELL_VIEWS
+    from overspill.api.agent.harnesses import SHELL_VIEWS
 
     view = SHELL_VIEWS.get(harness)
     if view is None:
@@ -108,13 +107,12 @@ def entry() -> None:
 
 def _prepare(harness: str, command: str, shell: str) -> Callable[[], int]:
     """Everything that can fail before the command starts; returns the run."""
+    from overspill.api.settings import Settings
     from overspill.shell import ExecRequest, Executor
     from overspill.shell.live_head import LiveHead
     from overspill.shell.process import abort_on_signals
     from overspill.shell.results import exit_status
     from overspill.shell.spec import HarnessShell
-
-    from ..settings import Settings
 
     spec = spec_of(harness)
     if not command.strip():
@@ -177,14 +175,14 @@ def sandboxed(settings: Settings) -> bool:
 
 def _sink(settings: Settings) -> OutputSink:
     if sandboxed(settings):
-        from ..client.handoff import HandoffSink, handoff_root
+        from overspill.api.client.handoff import HandoffSink, handoff_root
 
         tmp = os.environ.get("CLAUDE_TMPDIR") or os.environ.get("TMPDIR") or "/tmp"
         root = handoff_root(tmp)
         c = settings.client
         max_bytes = settings.shell.stream_max_bytes
         return HandoffSink(root, session_id=c.session_id, max_bytes=max_bytes)
-    from ..client.output_sink import output_sink
+    from overspill.api.client.output_sink import output_sink
 
     def warn(message: str) -> None:
         print(f"overspill: warning: {message}", file=sys.stderr)

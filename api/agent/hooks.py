@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from overspill.shell.wording import call
 
 if TYPE_CHECKING:
-    from ..client.calls import ApiCalls
-    from .json_stream import JsonStream
+    from overspill.api.agent.json_stream import JsonStream
+    from overspill.api.client.calls import ApiCalls
 
 
 def claude_code_after_bash(
@@ -157,7 +157,7 @@ def opencode_after_bash(event: dict[str, Any], calls: ApiCalls) -> dict[str, Any
     path = event.get("output_path")
     if not isinstance(path, str) or not os.path.isabs(path):
         return None
-    from ..client.files import store_file
+    from overspill.api.client.files import store_file
 
     command = event.get("command")
     source: dict[str, Any] = {"tool": "bash", "stream": "stdout", "harness": "opencode"}
@@ -178,7 +178,7 @@ def opencode_after_bash(event: dict[str, Any], calls: ApiCalls) -> dict[str, Any
         session_id=session if isinstance(session, str) else None,
         source=source,
     )
-    from .harnesses import budget_for
+    from overspill.api.agent.harnesses import budget_for
 
     budget = budget_for("opencode")  # the cut of every tool answer, its own bash's too
     window = len(shown.encode()) if isinstance(shown, str) else budget.read_bytes

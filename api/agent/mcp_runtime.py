@@ -8,12 +8,12 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from .harnesses import Budget
-from .mcp_table import BASH_TOOLS
+from overspill.api.agent.harnesses import Budget
+from overspill.api.agent.mcp_table import BASH_TOOLS
 
 if TYPE_CHECKING:
-    from ..settings import Settings
-    from .tools.handlers import ToolResult
+    from overspill.api.agent.tools.handlers import ToolResult
+    from overspill.api.settings import Settings
 
 
 class Runtime:
@@ -21,13 +21,12 @@ class Runtime:
     built once, on a thread, after the handshake."""
 
     def __init__(self, settings: Settings, budget: Budget) -> None:
+        from overspill.api.agent.bash_tools import BashTools
+        from overspill.api.agent.result_saver import saver_for
+        from overspill.api.agent.tools.handlers import ArtifactTools
         from overspill.shell import Executor
         from overspill.shell.redact.policy import Redaction
         from overspill.shell.sink import OutputSink
-
-        from .bash_tools import BashTools
-        from .result_saver import saver_for
-        from .tools.handlers import ArtifactTools
 
         client, shell = settings.client, settings.shell
         redaction = Redaction.from_settings(shell)
@@ -37,18 +36,17 @@ class Runtime:
         backend: Any
         sink: OutputSink
         if client.url:
-            from ..client.http import OverspillClient
+            from overspill.api.client.http import OverspillClient
 
             remote = OverspillClient(client.url, client.token)
             backend = remote
             sink = remote.sink(session_id=session, max_bytes=shell.stream_max_bytes)
         else:
+            from overspill.api.cleanup import BackgroundCompactor, PeriodicSweeper
+            from overspill.api.client.in_process import InProcessClient, redaction_for
             from overspill.artifacts.records import Principal
             from overspill.artifacts.store import ArtifactStore
             from overspill.shell import StoreSink
-
-            from ..cleanup import BackgroundCompactor, PeriodicSweeper
-            from ..client.in_process import InProcessClient, redaction_for
 
             # The store lives in this process for the whole session, for the reads
             # and for what ``bash`` stores: no local server is started, so nothing
@@ -89,10 +87,9 @@ class Runtime:
         return self.tools.handle(name, arguments)
 
     def read_resource(self, uri: str) -> str:
+        from overspill.api.agent.tools.arguments import ToolArgumentError
+        from overspill.api.agent.tools.resources import read_arguments
         from overspill.shell.wording import tool_error
-
-        from .tools.arguments import ToolArgumentError
-        from .tools.resources import read_arguments
 
         try:
             arguments = read_arguments(uri)

@@ -27,9 +27,8 @@ import threading
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
-from ..version import VERSION
-from .harnesses import Budget, budget_for
-from .mcp_table import (
+from overspill.api.agent.harnesses import Budget, budget_for
+from overspill.api.agent.mcp_table import (
     CAPABILITIES,
     CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -44,10 +43,11 @@ from .mcp_table import (
     tool_list,
     tool_result,
 )
+from overspill.api.version import VERSION
 
 if TYPE_CHECKING:
-    from ..settings import Settings
-    from .mcp_runtime import Runtime
+    from overspill.api.agent.mcp_runtime import Runtime
+    from overspill.api.settings import Settings
 
 
 def initialize_request(client: str, version: str = "1") -> dict[str, Any]:
@@ -341,7 +341,7 @@ def serve(settings: Settings) -> None:
     warning) goes to stderr, where a harness logs it."""
     out = sys.stdout.buffer
     sys.stdout = sys.stderr
-    from .mcp_runtime import Runtime
+    from overspill.api.agent.mcp_runtime import Runtime
 
     server = StdioServer(
         lambda budget: Runtime(settings, budget),

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .harnesses import Budget
-from .tools.schemas import BASH_DEFINITIONS, SAVE_DEFINITION, tool_definitions
+from overspill.api.agent.harnesses import Budget
+from overspill.api.agent.tools.schemas import BASH_DEFINITIONS, SAVE_DEFINITION, tool_definitions
 
 INSTRUCTIONS = (
     "Stored outputs are artifacts (ids art_…). Read them with artifact_read, search them "

@@ -12,11 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from overspill.artifacts.errors import ConfigurationError, InvalidArgument, OverspillError
-from overspill.shell.config import ShellSettings
-from overspill.shell.redact.policy import Redaction
-
-from ..results import (
+from overspill.api.results import (
     DEFAULT_BUDGET,
     PreviewBuffer,
     SavedResult,
@@ -27,6 +23,9 @@ from ..results import (
     notice_for,
     suggested_name,
 )
+from overspill.artifacts.errors import ConfigurationError, InvalidArgument, OverspillError
+from overspill.shell.config import ShellSettings
+from overspill.shell.redact.policy import Redaction
 
 
 def tool_budgets(text: str) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """``overspill install|uninstall CLIENT`` and ``overspill hook CLIENT``.
 
 ``install`` writes overspill into a harness's own config file (see
-``api.agent.install``); ``--check`` starts what that file says, as the harness
+``api.agent.harness_config.install``); ``--check`` starts what that file says, as the harness
 would, and prints what the harness will see: the server's tools and the budget
 its answers keep under. ``hook`` is what the harness runs: it reads one hook
 event on stdin and answers on stdout.
@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from overspill.api.agent.install_options import CLIENTS, SHELL_CLIENTS
+from overspill.api.agent.harness_config.install_options import CLIENTS, SHELL_CLIENTS
 
 from .context import EXIT_ERROR, CliContext, CliError
 
@@ -74,7 +74,7 @@ def register(sub: Any) -> None:
 
 
 def _options(ctx: CliContext, args: argparse.Namespace) -> Any:
-    from overspill.api.agent.install import Options
+    from overspill.api.agent.harness_config.install import Options
 
     url = getattr(args, "http", None)
     token_file = getattr(args, "token_file", None)
@@ -111,7 +111,7 @@ def _store_token(url: str) -> str:
 
 
 def _run_plan(ctx: CliContext, args: argparse.Namespace, *, remove: bool) -> int:
-    from overspill.api.agent.install import ConfigError, apply, plan
+    from overspill.api.agent.harness_config.install import ConfigError, apply, plan
 
     options = _options(ctx, args)
     try:
@@ -202,12 +202,12 @@ def _check(ctx: CliContext, args: argparse.Namespace) -> int:
     import subprocess
     import time
 
+    from overspill.api.agent.harness_config.install import config_path
     from overspill.api.agent.harnesses import harness_by_key
-    from overspill.api.agent.install import config_path
 
     options = _options(ctx, args)
     path, kind, key = config_path(options)
-    from overspill.api.agent.config_files import document
+    from overspill.api.agent.harness_config.config_files import document
 
     try:
         text = path.read_text()

@@ -40,7 +40,7 @@ def server_env(o: Options) -> dict[str, str]:
     """The environment ``overspill mcp`` starts with: never a secret (a token is
     named by its file), an absolute home, and the harness's answer budget where
     its cut is known."""
-    from .harnesses import budget_for, harness_by_key
+    from overspill.api.agent.harnesses import budget_for, harness_by_key
 
     env = {"OVERSPILL_OWNER": o.owner or f"agent:{o.client}"}
     if o.url:

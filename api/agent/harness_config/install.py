@@ -28,9 +28,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .config_files import ConfigDocument, document
-from .install_options import CLIENTS, NAME, Options, overspill_argv, server_env
-from .install_shell import (
+from overspill.api.agent.harness_config.config_files import ConfigDocument, document
+from overspill.api.agent.harness_config.install_options import (
+    CLIENTS,
+    NAME,
+    Options,
+    overspill_argv,
+    server_env,
+)
+from overspill.api.agent.harness_config.install_shell import (
     claude_settings,
     claude_settings_path,
     codex_shell_back,
@@ -38,7 +44,7 @@ from .install_shell import (
     opencode_plugin,
     opencode_plugin_path,
 )
-from .jsonc import ConfigError, JsoncDocument
+from overspill.api.agent.harness_config.jsonc import ConfigError, JsoncDocument
 
 BACKUP_SUFFIX = ".overspill-backup"
 

@@ -14,9 +14,15 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from .config_files import ConfigDocument
-from .install_options import NAME, SESSION_ENV, Options, overspill_argv, server_env
-from .jsonc import ConfigError, JsoncDocument
+from overspill.api.agent.harness_config.config_files import ConfigDocument
+from overspill.api.agent.harness_config.install_options import (
+    NAME,
+    SESSION_ENV,
+    Options,
+    overspill_argv,
+    server_env,
+)
+from overspill.api.agent.harness_config.jsonc import ConfigError, JsoncDocument
 
 HOOK_MARKS = ("hook claude-code", "hook gemini")
 CODEX_SHELL_SWITCH = ["features", "shell_tool"]

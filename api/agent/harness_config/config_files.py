@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from .jsonc import ConfigError, JsoncDocument
+from overspill.api.agent.harness_config.jsonc import ConfigError, JsoncDocument
 
 Path_ = Sequence[str]
 
