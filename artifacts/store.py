@@ -52,6 +52,7 @@ from overspill.artifacts.queries import (
     ListQuery,
     SearchQuery,
     TailQuery,
+    TextQuery,
 )
 from overspill.artifacts.reading.reading import Reader
 from overspill.artifacts.records import (
@@ -186,9 +187,9 @@ class ArtifactStore:
         return self.reader.read_bytes(principal, artifact_id, start, end)
 
     def text(
-        self, principal: Principal, artifact_id: str, offset: int = 0, limit: int | None = None
+        self, principal: Principal, artifact_id: str, query: TextQuery | None = None
     ) -> TextWindow:
-        return self.reader.text(principal, artifact_id, offset, limit)
+        return self.reader.text(principal, artifact_id, query)
 
     def lines(self, principal: Principal, artifact_id: str, query: LineQuery) -> LineWindow:
         return self.reader.lines(principal, artifact_id, query)

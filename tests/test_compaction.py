@@ -16,7 +16,7 @@ import pytest
 
 from overspill.artifacts.clock import ManualClock
 from overspill.artifacts.errors import StorageUnavailable
-from overspill.artifacts.queries import GrepQuery, LineQuery, TailQuery
+from overspill.artifacts.queries import GrepQuery, LineQuery, TailQuery, TextQuery
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
 from overspill.artifacts.stored.frames import FRAME_BYTES
@@ -56,7 +56,9 @@ def _reads(store: ArtifactStore, artifact_id: str) -> list[Any]:
     spans += [(a, a + rng.randrange(1, 70_000)) for a in rng.sample(range(size), 8)]
     return [
         [store.read_bytes(ALICE, artifact_id, a, b) for a, b in spans],
-        store.text(ALICE, artifact_id, FRAME_BYTES * 2 - 10, 5000).model_dump(),
+        store.text(
+            ALICE, artifact_id, TextQuery(offset=FRAME_BYTES * 2 - 10, limit=5000)
+        ).model_dump(),
         store.lines(ALICE, artifact_id, LineQuery(start=9_000, count=40)).model_dump(),
         store.tail(ALICE, artifact_id, TailQuery(lines=25)).model_dump(),
         store.grep(ALICE, artifact_id, GrepQuery(pattern=r"module_13\.c", context=1)).model_dump(),

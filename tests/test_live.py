@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 
 from overspill.artifacts.config import StoreSettings
-from overspill.artifacts.queries import ListQuery, TailQuery
+from overspill.artifacts.queries import ListQuery, TailQuery, TextQuery
 from overspill.artifacts.store import ArtifactStore
 from tests.helpers import ALICE
 
 READER = r"""
 import json, sys, time
 from overspill.artifacts.config import StoreSettings
+from overspill.artifacts.queries import TextQuery
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
 store = ArtifactStore.open(StoreSettings.load())
@@ -33,7 +34,7 @@ while time.monotonic() < deadline:
     info = store.get(who, art)
     if info.size_bytes != seen:
         seen = info.size_bytes
-        text = store.text(who, art, 0, 1 << 20).text
+        text = store.text(who, art, TextQuery(limit=1 << 20)).text
         print(json.dumps({"size": seen, "state": info.state, "text": text}), flush=True)
     if seen >= want and info.state != "writing":
         break
@@ -154,6 +155,6 @@ def test_a_writer_killed_with_sigkill_leaves_an_incomplete_artifact(
     info = shared_store.get(ALICE, art)
     assert info.state == "incomplete"
     assert info.size_bytes == len(b"flushed line\n") * 1000
-    assert shared_store.text(ALICE, art, 0, 100).text.startswith("flushed line\n")
+    assert shared_store.text(ALICE, art, TextQuery(limit=100)).text.startswith("flushed line\n")
     assert shared_store.tail(ALICE, art, TailQuery(lines=1)).text == "flushed line\n"
     assert shared_store.list(ALICE, ListQuery(state="incomplete")).items[0].id == art

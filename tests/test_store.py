@@ -20,7 +20,7 @@ from overspill.artifacts.errors import (
     NotFound,
     StorageUnavailable,
 )
-from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, TailQuery
+from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, TailQuery, TextQuery
 from overspill.artifacts.store import ArtifactStore
 from tests.helpers import ADMIN, ALICE, BOB, write_artifact
 
@@ -65,8 +65,8 @@ def test_negative_and_inverted_ranges_are_rejected(store: ArtifactStore) -> None
         store.read_bytes(ALICE, art, -1, 3)
     with pytest.raises(InvalidRange, match="invalid byte range"):
         store.read_bytes(ALICE, art, 4, 2)
-    with pytest.raises(InvalidRange):
-        store.text(ALICE, art, offset=-5)
+    with pytest.raises(ValidationError, match="offset"):
+        TextQuery(offset=-5)
     with pytest.raises(ValidationError, match="start"):
         LineQuery(start=0)  # a query out of its bounds cannot even be built
 
@@ -80,7 +80,7 @@ def test_text_windows_tile_exactly_and_split_a_character_only_when_smaller(
     for limit in (1, 2, 3, 4, 5, 64, 1000):
         offset, pieces, spans = 0, [], []
         while True:
-            win = store.text(ALICE, art, offset=offset, limit=limit)
+            win = store.text(ALICE, art, TextQuery(offset=offset, limit=limit))
             assert win.offset == offset and win.next_offset <= offset + limit
             assert win.next_offset > offset or win.eof
             pieces.append(win.text)
@@ -100,11 +100,11 @@ def test_a_text_window_starts_at_the_offset_asked_even_mid_character(
     store: ArtifactStore,
 ) -> None:
     art = write_artifact(store, "€x€€".encode())
-    win = store.text(ALICE, art, offset=1, limit=10)
+    win = store.text(ALICE, art, TextQuery(offset=1, limit=10))
     assert (win.offset, win.split_start, win.text) == (1, 2, "\ufffd\ufffdx€€")
-    short = store.text(ALICE, art, offset=1, limit=6)
+    short = store.text(ALICE, art, TextQuery(offset=1, limit=6))
     assert (short.offset, short.next_offset, short.text) == (1, 7, "\ufffd\ufffdx€")
-    split = store.text(ALICE, art, offset=1, limit=5)  # never past offset + limit
+    split = store.text(ALICE, art, TextQuery(offset=1, limit=5))  # never past offset + limit
     assert (split.offset, split.next_offset, split.text) == (1, 4, "\ufffd\ufffdx")
 
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         ListQuery,
         SearchQuery,
         TailQuery,
+        TextQuery,
     )
     from overspill.artifacts.records import (
         ArtifactInfo,
@@ -54,7 +55,7 @@ class StoreClient(Protocol):
         """Bytes [start, end) as stored; ``follow``: on until the writer ends."""
         ...
 
-    def text(self, artifact_id: str, offset: int = 0, limit: int = 65536) -> TextWindow:
+    def text(self, artifact_id: str, query: TextQuery | None = None) -> TextWindow:
         """A UTF-8-safe byte window and where the next one starts."""
         ...
 

@@ -102,10 +102,8 @@ class ApiCalls:
             headers=headers,
         )
 
-    def text(self, artifact_id: str, offset: int = 0, limit: int = 65536) -> JSON:
-        answer: JSON = self.http.json(
-            "GET", f"{_art(artifact_id)}/text", params={"offset": offset, "limit": limit}
-        )
+    def text(self, artifact_id: str, params: dict[str, Any]) -> JSON:
+        answer: JSON = self.http.json("GET", f"{_art(artifact_id)}/text", params=params)
         return answer
 
     def lines(self, artifact_id: str, params: dict[str, Any]) -> JSON:

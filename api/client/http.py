@@ -17,7 +17,14 @@ from overspill.artifacts.catalog.policies import PolicySpec, PolicyView, Preview
 from overspill.artifacts.catalog.sweeper import SweepReport
 from overspill.artifacts.catalog.tokens import IssuedToken, NewToken, TokenInfo
 from overspill.artifacts.gc_pause import cyclic_gc_paused
-from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, SearchQuery, TailQuery
+from overspill.artifacts.queries import (
+    GrepQuery,
+    LineQuery,
+    ListQuery,
+    SearchQuery,
+    TailQuery,
+    TextQuery,
+)
 from overspill.artifacts.records import (
     ArtifactInfo,
     ArtifactPage,
@@ -120,8 +127,9 @@ class OverspillClient:
         """Stream bytes [start, end) (end exclusive; None: to the end)."""
         return self._calls.content(artifact_id, start, end, follow=follow)
 
-    def text(self, artifact_id: str, offset: int = 0, limit: int = 65536) -> TextWindow:
-        return TextWindow.model_validate(self._calls.text(artifact_id, offset, limit))
+    def text(self, artifact_id: str, query: TextQuery | None = None) -> TextWindow:
+        params = (query or TextQuery()).params()
+        return TextWindow.model_validate(self._calls.text(artifact_id, params))
 
     def lines(self, artifact_id: str, query: LineQuery) -> LineWindow:
         return LineWindow.model_validate(self._calls.lines(artifact_id, query.params()))

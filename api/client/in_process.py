@@ -7,7 +7,14 @@ import builtins
 import time
 from collections.abc import Iterable, Iterator
 
-from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, SearchQuery, TailQuery
+from overspill.artifacts.queries import (
+    GrepQuery,
+    LineQuery,
+    ListQuery,
+    SearchQuery,
+    TailQuery,
+    TextQuery,
+)
 from overspill.artifacts.reading.follow import Backoff
 from overspill.artifacts.records import (
     ArtifactInfo,
@@ -77,8 +84,8 @@ class InProcessClient:
             else:
                 time.sleep(backoff.next_wait())
 
-    def text(self, artifact_id: str, offset: int = 0, limit: int = 65536) -> TextWindow:
-        return self.store.text(self.principal, artifact_id, offset, limit)
+    def text(self, artifact_id: str, query: TextQuery | None = None) -> TextWindow:
+        return self.store.text(self.principal, artifact_id, query)
 
     def lines(self, artifact_id: str, query: LineQuery) -> LineWindow:
         return self.store.lines(self.principal, artifact_id, query)

@@ -17,7 +17,7 @@ from overspill.artifacts.errors import (
     NotFound,
     StorageUnavailable,
 )
-from overspill.artifacts.queries import GrepLinesQuery, GrepQuery, LineQuery, TailQuery
+from overspill.artifacts.queries import GrepLinesQuery, GrepQuery, LineQuery, TailQuery, TextQuery
 from overspill.artifacts.reading import reads
 from overspill.artifacts.records import (
     GONE_STATES,
@@ -98,10 +98,13 @@ class Reader(Part):
         return data
 
     def text(
-        self, principal: Principal, artifact_id: str, offset: int = 0, limit: int | None = None
+        self, principal: Principal, artifact_id: str, query: TextQuery | None = None
     ) -> TextWindow:
+        """A UTF-8-safe window (``query``; none: the first ``DEFAULT_TEXT_LIMIT``
+        bytes), at most the store's ``read_max_bytes``."""
+        query = query or TextQuery()
         info, content = self._readable(principal, artifact_id)
-        limit = self._bound(limit)
+        offset, limit = query.offset, self._bound(query.limit)
         window = reads.text_window(content, offset, limit, complete=info.complete)
         lines = window.last_line - window.first_line + 1 if window.next_offset > offset else 0
         self._ledger.note(principal, artifact_id, window.next_offset - offset, lines)

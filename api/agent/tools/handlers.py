@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 from overspill.artifacts.errors import Gone, OverspillError
 from overspill.artifacts.grep.grep_groups import Groups, Row
-from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, TailQuery
+from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, TailQuery, TextQuery
 from overspill.artifacts.records import ArtifactInfo, Line, Window
 from overspill.shell.wording import call, count, end_of_stored, redaction_note, tool_error
 
@@ -201,14 +201,15 @@ class ArtifactTools:
 
     def _bytes(self, a: dict[str, Any], offset: int, limit: int | None) -> ToolResult:
         art = a["id"]
-        w = self._backend.text(art, offset=offset, limit=min(limit or self._max, self._max))
+        w = self._backend.text(
+            art, TextQuery(offset=offset, limit=min(limit or self._max, self._max))
+        )
         cap = self._max_lines
         while cap is not None and w.text.count("\n") > cap and w.next_offset > w.offset + 1:
             # Fewer bytes, so that the window holds no more lines than the client keeps.
             kept = len("\n".join(w.text.split("\n")[:cap]).encode()) + 1
-            w = self._backend.text(
-                art, offset=offset, limit=min(kept, w.next_offset - w.offset - 1)
-            )
+            fewer = TextQuery(offset=offset, limit=min(kept, w.next_offset - w.offset - 1))
+            w = self._backend.text(art, fewer)
         lines = line_span(w.first_line, w.last_line, w.text, w.next_offset, w.size_bytes)
         split = (
             f"; it starts inside a character: its first {count(w.split_start, 'byte')} "
@@ -292,7 +293,7 @@ class ArtifactTools:
 
     def _long_line(self, a: dict[str, Any], line: Line, end: int, lw: Window) -> ToolResult:
         art = a["id"]
-        w = self._backend.text(art, offset=line.offset, limit=self._max)
+        w = self._backend.text(art, TextQuery(offset=line.offset, limit=self._max))
         head = (
             f"[{art}: line {line.number} is {end - line.offset} bytes (bytes {line.offset}-{end}), "
             f"longer than one answer; shown bytes {w.offset}-{w.next_offset} of it; {coverage_of(w)}]"

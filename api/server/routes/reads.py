@@ -299,10 +299,10 @@ def read_text(
 ) -> TextWindow:
     """A UTF-8-safe window: never splits a character; `next_offset` continues it."""
     if query.limit <= LARGE_READ_BYTES:
-        return store.text(who, artifact_id, offset=query.offset, limit=query.limit)
+        return store.text(who, artifact_id, query)
     release = _expensive(request, who)
     try:
-        return store.text(who, artifact_id, offset=query.offset, limit=query.limit)
+        return store.text(who, artifact_id, query)
     finally:
         release()
 
