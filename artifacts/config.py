@@ -72,6 +72,11 @@ class StoreSettings(SettingsBase):
         doc="an ended output stays as written (read at file speed) until it has gone this "
         "long without a write or a read, then it is compressed (0: at once)",
     )
+    native_grep: bool = setting(
+        True,
+        doc="`overspill grep` of a plain string with many matches runs ripgrep where it is "
+        "installed (the same rows, written natively); off: always the store's own scan",
+    )
     max_artifact_bytes: int = setting(
         4096 * MiB,
         gt=0,

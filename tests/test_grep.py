@@ -298,3 +298,102 @@ def test_l_and_big_l_list_ids_and_several_ids_prefix_their_rows(tmp_path: object
     counts = run_cli(env, "grep", *ids, "ERROR", "-c")
     assert counts.stdout.decode().splitlines() == [f"{ids[0]}:1", f"{ids[1]}:0", f"{ids[2]}:2"]
     assert counts.returncode == 0
+
+
+def _awkward_log(lines: int) -> bytes:
+    """Many matching lines among CRLF ends, NULs, bytes that are no UTF-8, a
+    100 KB line and no final newline: what the native engine must print as
+    the Python scan does."""
+    rng = random.Random(11)
+    parts = []
+    for i in range(lines):
+        r = rng.random()
+        if r < 0.3:
+            parts.append(b"2026 INFO worker-%d ok\n" % i)
+        elif r < 0.32:
+            parts.append(b"INFO\r\n")
+        elif r < 0.33:
+            parts.append(b"bin\0ary INFO \xff\xfe\n")
+        elif r < 0.3305:
+            parts.append(b"x" * 100_000 + b"INFO-x" + b"\n")
+        else:
+            parts.append(b"debug line %d\n" % i)
+    return b"".join(parts) + b"last INFO-x line without newline"
+
+
+def _rows_and_status(store: ArtifactStore, art: str, **query: object) -> tuple[bytes, bytes]:
+    from overspill.artifacts.grep.grep_text import STATUS
+    from overspill.artifacts.queries import GrepLinesQuery
+
+    _, rows = store.grep_lines(ALICE, art, GrepLinesQuery(**query))  # type: ignore[arg-type]
+    body = b"".join(rows)
+    return body[: body.rindex(STATUS)], body[body.rindex(STATUS) :]
+
+
+@pytest.mark.one_store
+def test_the_native_engine_prints_exactly_gnu_greps_rows(
+    store: ArtifactStore, monkeypatch: pytest.MonkeyPatch, tmp_path: object
+) -> None:
+    """ripgrep (the PyPI wheel beside the interpreter) for a plain string with
+    many matches: the same rows and status as the Python scan and GNU grep -a
+    -n -F, a pattern that starts with a dash included; the engine off
+    (OVERSPILL_NATIVE_GREP=0), the Python scan."""
+    import subprocess
+
+    from overspill.artifacts.grep import native
+
+    assert native.ripgrep() is not None, "the test extra installs ripgrep"
+    data = _awkward_log(200_000)
+    assert len(data) > native.MIN_BYTES
+    art = write_artifact(store, data)
+    started: list[list[str]] = []
+    real_popen = subprocess.Popen
+
+    def popen(argv: list[str], **kw: object) -> object:
+        started.append(argv)
+        return real_popen(argv, **kw)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    for pattern in ("INFO", "-x", "worker-12345 "):
+        store.ctx.settings = store.ctx.settings.replace(native_grep=True)
+        before = len(started)
+        fast = _rows_and_status(store, art, pattern=pattern)
+        used = len(started) > before
+        store.ctx.settings = store.ctx.settings.replace(native_grep=False)
+        slow = _rows_and_status(store, art, pattern=pattern)
+        gnu = subprocess.run(
+            ["grep", "-a", "-n", "-F", "--", pattern], input=data, capture_output=True
+        ).stdout
+        assert fast == slow, pattern
+        assert fast[0] == gnu, pattern
+        # Many matches of INFO in the first MiB: ripgrep; the others are rare.
+        assert used == (pattern == "INFO"), pattern
+    assert started and started[0][0].endswith("rg")
+
+
+@pytest.mark.one_store
+def test_the_native_engine_stopped_by_its_time_budget_resumes_after_its_last_row(
+    store: ArtifactStore,
+) -> None:
+    """Past the budget ripgrep is stopped; the status resumes at the line after
+    the last whole row, and the rest from there completes GNU grep's rows."""
+    import json
+    import subprocess
+
+    from overspill.artifacts.grep import grep_text
+    from overspill.artifacts.queries import GrepLinesQuery
+
+    data = _awkward_log(300_000)
+    art = write_artifact(store, data)
+    _, content = store.reader._readable(ALICE, art)
+    body = b"".join(grep_text.grep_lines(content, GrepLinesQuery(pattern="INFO"), time_budget_s=0))
+    cut = body.rindex(grep_text.STATUS)
+    status = json.loads(body[cut + 1 :])
+    assert status["stopped"] == "time_budget" and not status["eof"]
+    first = body[:cut]
+    assert status["matches"] == first.count(b"\n") > 0
+    rest = b"".join(
+        grep_text.grep_lines(content, GrepLinesQuery(pattern="INFO", offset=status["next_offset"]))
+    )
+    gnu = subprocess.run(["grep", "-a", "-n", "-F", "INFO"], input=data, capture_output=True)
+    assert first + rest[: rest.rindex(grep_text.STATUS)] == gnu.stdout

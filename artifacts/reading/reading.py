@@ -241,7 +241,8 @@ class Reader(Part):
             "total_bytes": max(info.total_bytes, content.size),
             "error": info.error,
         }
-        rows = grep_text.grep_lines(content, query, about=about)
+        native = self.settings.native_grep
+        rows = grep_text.grep_lines(content, query, about=about, native_engine=native)
         return info, self._counted(principal, artifact_id, rows)
 
     def _counted(
