@@ -9,7 +9,7 @@ from typing import Literal, NamedTuple
 
 from .results import CollectedOutput, ExecResult
 from .view import READ_WINDOW, StreamView, hex_call
-from .wording import call
+from .wording import MASKED, call
 
 RenderMode = Literal["artifact", "legacy"]
 
@@ -138,9 +138,6 @@ def _between(view: StreamView) -> str:
 
 def _lines(first: int, last: int) -> str:
     return f"line {first}" if first == last else f"lines {first}-{last}"
-
-
-MASKED = "each masked with * at its own length (offsets unchanged)"
 
 
 def stream_text(out: CollectedOutput, view: StreamView | None, mode: RenderMode) -> str:

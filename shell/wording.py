@@ -120,6 +120,11 @@ def tool_error(message: str) -> str:
     return f"Error: {text}"
 
 
+MASKED = "each masked with * at its own length (offsets unchanged)"
+"""How a masked secret is shown, in every place that says so (the marker, the
+terminal's closing line, ``info`` and the answers that describe an output)."""
+
+
 def redaction_summary(redactions: object) -> str | None:
     """An artifact's ``source.redactions`` in the words of a stream's own account
     (``3 secrets redacted (github_token, url_password)``), or None."""
@@ -143,7 +148,4 @@ def redaction_note(redactions: object) -> str | None:
         return None
     rules = ", ".join(sorted(redactions.get("rules") or {}))
     noun = "secret" if n == 1 else "secrets"
-    return (
-        f"{n} {noun} masked ({rules}), {redactions.get('bytes', 0)} bytes; "
-        "each * at its own length, offsets unchanged"
-    )
+    return f"{n} {noun} masked ({rules}), {redactions.get('bytes', 0)} bytes; {MASKED}"

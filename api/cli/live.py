@@ -19,6 +19,7 @@ from functools import partial
 
 from overspill.shell.capture import Echo
 from overspill.shell.results import CollectedOutput, ExecResult
+from overspill.shell.wording import MASKED
 
 # Set by the harnesses in their commands' environment (Claude Code; Gemini CLI,
 # which runs commands on a pty; Codex 0.171 sets CODEX_THREAD_ID and CODEX_CI, seen
@@ -74,7 +75,7 @@ def trailer(result: ExecResult, markers: list[str]) -> str:
 def _stream_line(name: str, out: CollectedOutput) -> str | None:
     said: list[str] = []
     if out.redacted:
-        said.append(f"{out.redacted}, each masked with * at its own length")
+        said.append(f"{out.redacted}, {MASKED}")
     if out.truncated:
         art = out.artifact
         if out.storage_error or art is None or art.state == "failed":

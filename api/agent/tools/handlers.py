@@ -1,16 +1,17 @@
 """The artifact tools' handlers: ``ArtifactTools.handle(name, arguments)`` checks
 the arguments against the schema it published, runs the read through a
-``StoreClient`` (the store in this process, or a server) and composes the answer.
+``StoreClient`` (the store in this process, or a server) and puts the answer
+together from the sentences of ``answers``.
 
 Every answer says exactly what it shows (bytes and lines), whether the reader
 has now seen the end of the *output* (not only of what is stored: a capped or
 failed artifact holds less than was produced), and the exact call that
 continues it, written as ``tool {JSON}`` so it works when copied.
 
-About 560 lines because the tools share one class and its composing helpers:
-each tool's answer is a dozen lines of wording that differ just where the tools
-do (bytes, hex, lines, tail, grep, info, list, save), and apart they would each
-re-import the same answer helpers and the same argument checks.
+The handlers decide what to read and in which bounds; every sentence of the
+answers is in ``answers`` (the tools' own) or ``shell.wording`` (shared with
+every surface). One class because the tools share its composing helpers and
+argument checks.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from overspill.artifacts.records import ArtifactInfo, Line, Window
 from overspill.shell.wording import call, count, end_of_stored, redaction_note, tool_error
 
 from ...client.api import StoreClient
+from . import answers
 from .answers import (
-    coverage_of,
     data,
     end_of,
     grep_row,
@@ -211,16 +212,10 @@ class ArtifactTools:
             fewer = TextQuery(offset=offset, limit=min(kept, w.next_offset - w.offset - 1))
             w = self._backend.text(art, fewer)
         lines = line_span(w.first_line, w.last_line, w.text, w.next_offset, w.size_bytes)
-        split = (
-            f"; it starts inside a character: its first {count(w.split_start, 'byte')} "
-            "show as \ufffd"
-            if w.split_start
-            else ""
-        )
-        head = f"[{art}: bytes {w.offset}-{w.next_offset} of {w.size_bytes} stored{lines}{split}; {coverage_of(w)}]"
+        head = answers.window_head(art, w, lines)
         nxt = {"id": art, "offset": w.next_offset, "limit": limit}
         if not w.eof:
-            foot = f"[continue: {call('artifact_read', **nxt)}]"
+            foot = answers.continue_with(call("artifact_read", **nxt))
         else:
             foot = end_of(w, call("artifact_read", **nxt))
         return ToolResult(f"{head}\n{w.text}\n{foot}", data=data(w, w.offset, w.next_offset))
@@ -238,10 +233,10 @@ class ArtifactTools:
         end = min(size, start + min(limit or room, room))
         raw = b"".join(self._backend.iter_content(art, start, end)) if end > start else b""
         rows = [_hex_row(start + i, raw[i : i + 16]) for i in range(0, len(raw), 16)]
-        head = f"[{art}: bytes {start}-{end} of {size} stored, as hex; {info_coverage(info)}]"
+        head = answers.hex_head(art, start, end, info)
         nxt = {"id": art, "offset": end, "limit": limit, "hex": True}
         if end < size:
-            foot = f"[continue: {call('artifact_read', **nxt)}]"
+            foot = answers.continue_with(call("artifact_read", **nxt))
         else:
             foot = end_of_stored(
                 info.state, size, info.total_bytes, info.error, call("artifact_read", **nxt)
@@ -259,7 +254,7 @@ class ArtifactTools:
             count = min(count, self._max_lines)
         w = self._backend.lines(art, LineQuery(start=start, count=count, max_bytes=self._max + 1))
         if not w.lines:
-            head = f"[{art}: there is no line {start}; the stored bytes hold {w.line_count} lines; {coverage_of(w)}]"
+            head = answers.no_such_line(art, start, w)
             again = call("artifact_read", id=art, start_line=start, line_count=a.get("line_count"))
             return ToolResult(
                 head + ("\n" + end_of(w, again) if w.state == "writing" else ""),
@@ -278,31 +273,24 @@ class ArtifactTools:
             return self._long_line(a, w.lines[0], ends[0], w)
         last = shown[-1].number
         end_offset = ends[len(shown) - 1]
-        span = f"lines {start}-{last}" if last > start else f"line {start}"
-        head = (
-            f"[{art}: {span} of {w.line_count} stored (bytes {shown[0].offset}-"
-            f"{end_offset}); {coverage_of(w)}]"
-        )
+        head = answers.lines_head(art, start, last, w, shown[0].offset, end_offset)
         body = "\n".join(ln.text for ln in shown)
         nxt = call("artifact_read", id=art, start_line=last + 1, line_count=a.get("line_count"))
         if end_offset >= w.size_bytes:
             foot = end_of(w, nxt)
         else:
-            foot = f"[continue: {nxt}]"
+            foot = answers.continue_with(nxt)
         return ToolResult(f"{head}\n{body}\n{foot}", data=data(w, shown[0].offset, end_offset))
 
     def _long_line(self, a: dict[str, Any], line: Line, end: int, lw: Window) -> ToolResult:
         art = a["id"]
         w = self._backend.text(art, TextQuery(offset=line.offset, limit=self._max))
-        head = (
-            f"[{art}: line {line.number} is {end - line.offset} bytes (bytes {line.offset}-{end}), "
-            f"longer than one answer; shown bytes {w.offset}-{w.next_offset} of it; {coverage_of(w)}]"
-        )
+        head = answers.long_line_head(art, line, end, w)
         rest = call("artifact_read", id=art, offset=w.next_offset)
         following = call(
             "artifact_read", id=art, start_line=line.number + 1, line_count=a.get("line_count")
         )
-        foot = f"[continue this line: {rest}; or skip to the next line: {following}]"
+        foot = answers.long_line_foot(rest, following)
         return ToolResult(f"{head}\n{w.text}\n{foot}", data=data(w, w.offset, w.next_offset))
 
     def _tail(self, a: dict[str, Any]) -> ToolResult:
@@ -316,30 +304,19 @@ class ArtifactTools:
             lines = a["tail_lines"] if cap is None else min(a["tail_lines"], cap)
             t = self._backend.tail(art, TailQuery(lines=lines, max_bytes=self._max))
         size = t.size_bytes
-        if t.first_line is None and t.offset > 0:
-            lines = f", the end of line {t.line}" + (
-                f" and lines {t.line + 1}-{t.last_line}" if t.last_line > t.line else ""
-            )
-        elif t.last_line > t.line:
-            lines = f", lines {t.line}-{t.last_line}"
-        elif t.last_line == t.line:
-            lines = f", line {t.line}"
-        else:
-            lines = ""
         fewer = ""
         whole = t.last_line - (t.line if t.first_line is None else t.line - 1)
         if "tail_lines" in a and t.offset > 0 and whole < a["tail_lines"]:
-            fit = count(max(0, whole), "whole line")
             within = f"{self._max} bytes"
             if cap is not None and whole >= cap:
                 within = f"the {cap} lines one answer of this client holds"
-            fewer = f" (fewer than the {a['tail_lines']} lines asked: {fit} fit in {within})"
-        head = f"[{art}: the last {size - t.offset} bytes (bytes {t.offset}-{size} of {size} stored{lines}){fewer}; {coverage_of(t)}]"
+            fewer = answers.tail_fewer(a["tail_lines"], whole, within)
+        head = answers.tail_head(art, t, fewer)
         if t.offset > 0:
             earlier = call("artifact_read", id=art, offset=0)
             before = max(0, t.offset - self._max)
             just_before = call("artifact_read", id=art, offset=before, limit=t.offset - before)
-            foot = f"[bytes 0-{t.offset} are not shown; from the start: {earlier}; just before this: {just_before}]"
+            foot = answers.tail_foot(t, earlier, just_before)
         else:
             foot = end_of(t, call("artifact_read", id=art, offset=size))
         return ToolResult(f"{head}\n{t.text}\n{foot}", data=data(t, t.offset, size))
@@ -395,19 +372,15 @@ class ArtifactTools:
             )
             unseen = [ln for ln in nxt.before if ln.number > last]
             resume = unseen[0].offset if unseen else nxt.line.offset
-            foot = (
-                f"[{found} shown, bytes {res.scanned_from}-{resume} searched; the answer is "
-                f"full; continue: {call('artifact_grep', **again, offset=resume)}]"
-            )
+            again_at = call("artifact_grep", **again, offset=resume)
+            foot = answers.grep_full(found, res.scanned_from, resume, again_at)
         elif res.truncated:
             why = _STOPPED.get(res.stopped or "", "the search stopped there")
-            foot = (
-                f"[{found} in bytes {res.scanned_from}-{res.next_offset}; {why}; continue: "
-                f"{call('artifact_grep', **again, offset=res.next_offset)}]"
-            )
+            again_at = call("artifact_grep", **again, offset=res.next_offset)
+            foot = answers.grep_stopped(found, res.scanned_from, res.next_offset, why, again_at)
         else:
             done = searched_all(res, call("artifact_grep", **again, offset=res.next_offset))
-            foot = f"[{found} in bytes {res.scanned_from}-{res.next_offset}; {done}]"
+            foot = answers.grep_done(found, res.scanned_from, res.next_offset, done)
         facts = {**data(res, res.scanned_from, res.next_offset), "matches": shown}
         return ToolResult(body + foot, data=facts)
 
@@ -490,11 +463,7 @@ class ArtifactTools:
         sibling = self._sibling(i)
         if sibling:
             rows.append(f"other stream of the same run: {sibling}")
-        rows.append(
-            f"[read: {call('artifact_read', id=i.id, offset=0)} or "
-            f"{call('artifact_read', id=i.id, tail_lines=50)}; search: "
-            f"{call('artifact_grep', id=i.id, pattern='<regex>')}]"
-        )
+        rows.append(answers.info_reads(i.id))
         return ToolResult("\n".join(rows), data={"id": i.id, "state": i.state})
 
     def _sibling(self, i: ArtifactInfo) -> str | None:
@@ -527,9 +496,9 @@ class ArtifactTools:
             also = call("artifact_list", all_sessions=a.get("all_sessions"), include_gone=True)
             more_gone = f"; {count(hidden, 'deleted or expired output')} not listed: {also}"
         if not page.items:
-            return ToolResult(f"[no stored outputs in {scope}{more_gone}]", data={"items": []})
+            return ToolResult(answers.list_empty(scope, more_gone), data={"items": []})
         noun = "outputs" if gone else "stored outputs"
-        rows = [f"[{count(len(page.items), noun[:-1], noun)} in {scope}, newest first{more_gone}]"]
+        rows = [answers.list_head(len(page.items), noun, scope, more_gone)]
         by_run: dict[str, list[ArtifactInfo]] = {}
         for i in page.items:
             if i.source.get("run_id"):
@@ -543,9 +512,9 @@ class ArtifactTools:
                 "limit": a.get("limit"),
                 "cursor": page.next_cursor,
             }
-            rows.append(f"[more: {call('artifact_list', **more)}]")
+            rows.append(answers.list_more(call("artifact_list", **more)))
         else:
-            rows.append("[end of list]")
+            rows.append(answers.LIST_END)
         return ToolResult("\n".join(rows), data={"items": [i.id for i in page.items]})
 
     def _save(self, a: dict[str, Any]) -> ToolResult:
@@ -558,5 +527,5 @@ class ArtifactTools:
         )
         if saved.id is None:
             return ToolResult(tool_error(saved.error or "storage failed"), True)
-        head = f"[saved as {saved.id}: {saved.bytes} bytes, {saved.lines} lines; {saved.retrieval_hint}]"
+        head = answers.saved_head(saved.id, saved.bytes, saved.lines, saved.retrieval_hint)
         return ToolResult(f"{head}\n{saved.preview}", data=saved.model_dump(mode="json"))

@@ -29,7 +29,7 @@ function redactionNote(r) {
   if (!n) return null;
   const rules = Object.keys(r.rules || {}).sort().join(", ");
   return `${n} ${n === 1 ? "secret" : "secrets"} masked (${rules}), ${Number(r.bytes) || 0} bytes; ` +
-    "each * at its own length, offsets unchanged";
+    "each masked with * at its own length (offsets unchanged)";  // shell/wording.py MASKED
 }
 
 // What was read back of the output afterwards (the context ledger), by tool;
