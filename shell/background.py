@@ -48,7 +48,11 @@ class BackgroundJob:
 
     @property
     def running(self) -> bool:
-        return self._job.tree.popen.poll() is None
+        """Until the job has finished: the command exited *and* its pumps drained
+        the pipes. (The process alone ending is not it: a read then could miss
+        the last lines still in the pipe, and a caller that stops at the first
+        read saying not running would never see them.)"""
+        return self._waiter.is_alive()
 
     def read_output(self) -> BackgroundRead:
         job = self._job

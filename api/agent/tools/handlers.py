@@ -10,8 +10,9 @@ continues it, written as ``tool {JSON}`` so it works when copied.
 
 The handlers decide what to read and in which bounds; every sentence of the
 answers is in ``answers`` (the tools' own) or ``shell.wording`` (shared with
-every surface). One class because the tools share its composing helpers and
-argument checks.
+every surface). About 530 lines because the tools share one class, its
+composing helpers and its argument checks: apart, each tool would re-import
+them.
 """
 
 from __future__ import annotations
