@@ -22,7 +22,7 @@ from overspill.artifacts.records import ArtifactInfo
 from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
 from overspill.shell.failures import FailureScan, default_matcher, quote_omitted
 from overspill.shell.redact.policy import Redaction
-from overspill.shell.wording import call
+from overspill.shell.wording import retrieval_hint, saved_notice
 
 DEFAULT_BUDGET = 50_000
 MIN_BUDGET = 2_000
@@ -183,17 +183,6 @@ def _cut_tail(data: bytes) -> tuple[bytes, bool]:
     return data[utf8_skip_partial(data) :], False
 
 
-def retrieval_hint(artifact_id: str, offset: int = 0) -> str:
-    """How to read (from ``offset``: where the part a preview leaves out starts) and
-    search the stored result."""
-    read = call("artifact_read", id=artifact_id, offset=offset)
-    grep = call("artifact_grep", id=artifact_id, pattern="<regex>")
-    what = "Read the omitted part" if offset else "Read it"
-    return (
-        f"{what} with {read} (continue at the offset each answer gives), or search it with {grep}."
-    )
-
-
 def _expiry(info: ArtifactInfo) -> str:
     if info.pinned or info.expires_at is None:
         return "kept until deleted"
@@ -210,16 +199,7 @@ def notice_for(
     )
 
     def notice(omitted: int, gap_start: int) -> str:
-        hint = retrieval_hint(info.id, gap_start)
-        if legacy_path:
-            return (
-                f"(Omitted {omitted} bytes. Full formatted result stored at: {legacy_path}. "
-                f"{legacy_hint} Also stored as artifact://{info.id} ({where}). {hint})"
-            )
-        return (
-            f"(Omitted {omitted} bytes. Full formatted result stored at: artifact://{info.id} "
-            f"({where}). {hint})"
-        )
+        return saved_notice(info.id, omitted, gap_start, where, legacy_path, legacy_hint)
 
     return notice
 

@@ -96,6 +96,43 @@ def searched(state: str, size: int, total: int, error: str | None, again: str) -
     )
 
 
+# -- a saved tool result ----------------------------------------------------------------
+
+
+def retrieval_hint(artifact_id: str, offset: int = 0) -> str:
+    """How to read (from ``offset``: where the part a preview leaves out starts) and
+    search a stored result."""
+    read = call("artifact_read", id=artifact_id, offset=offset)
+    grep = call("artifact_grep", id=artifact_id, pattern="<regex>")
+    what = "Read the omitted part" if offset else "Read it"
+    return (
+        f"{what} with {read} (continue at the offset each answer gives), or search it with {grep}."
+    )
+
+
+def saved_notice(
+    artifact_id: str,
+    omitted: int,
+    gap_start: int,
+    where: str,
+    legacy_path: str | None = None,
+    legacy_hint: str | None = None,
+) -> str:
+    """The line that replaces what a saved result's preview leaves out: the
+    replaced system's wording (the legacy path right after "at: "), with the
+    artifact, ``where`` (its size, lines and expiry) and the calls that read it."""
+    hint = retrieval_hint(artifact_id, gap_start)
+    if legacy_path:
+        return (
+            f"(Omitted {omitted} bytes. Full formatted result stored at: {legacy_path}. "
+            f"{legacy_hint} Also stored as artifact://{artifact_id} ({where}). {hint})"
+        )
+    return (
+        f"(Omitted {omitted} bytes. Full formatted result stored at: artifact://{artifact_id} "
+        f"({where}). {hint})"
+    )
+
+
 # -- errors and inert text -------------------------------------------------------------
 
 MAX_ERROR_CHARS = 1_000
