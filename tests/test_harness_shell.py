@@ -222,3 +222,24 @@ def test_outside_a_sandbox_the_store_is_used_directly(env: dict[str, str]) -> No
     done = _prefix(env, "seq 1 100000")
     (art,) = set(re.findall(rb"artifact (art_\w+);", done.stdout))
     assert run_cli(env, "info", art.decode()).returncode == 0
+
+
+def test_the_readmes_claude_code_view_is_what_the_shell_prints(env: dict[str, str]) -> None:
+    """The README shows what Claude Code's model reads for ``seq 1 200000``; each
+    of its lines (the ids aside; ``…`` stands for lines left out, "Exit code 4"
+    is Claude Code's own) is a line of what overspill-shell prints, in order."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start = readme.index("For `seq 1 200000`, captured\nthrough the harness:")
+    block = re.search(r"```\n(.*?)```", readme[start:], re.S)
+    assert block is not None
+    done = _prefix(env, "seq 1 200000; echo done >&2; exit 4")
+    assert done.returncode == 4
+    same_id = re.compile(r"art_[0-9A-Z]{26}")
+    got = [same_id.sub("art_ID", line) for line in done.stdout.decode().split("\n")]
+    at = 0
+    for line in block.group(1).splitlines():
+        if line in ("…", "Exit code 4"):
+            continue
+        line = same_id.sub("art_ID", line)
+        assert line in got[at:], line
+        at = got.index(line, at) + 1
