@@ -290,3 +290,48 @@ def test_http_ranges_of_a_compacted_artifact_are_the_stored_bytes(pages: Any) ->
     assert part.status_code == 206 and part.content == data[a : b + 1]
     info = pages.client.get(f"/v1/artifacts/{artifact_id}", headers=h).json()
     assert info["compressed"] is True and info["stored_bytes"] < info["size_bytes"]
+
+
+def test_a_compacted_output_read_again_decodes_nothing_again(
+    store: ArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tail, then a grep, then a window, each a read of its own: the frames
+    the first decoded serve the others (the process's frame cache), and the
+    answers are the same as from the raw bytes."""
+    import overspill.artifacts.stored.content as content_module
+    from overspill.artifacts.stored.frame_cache import FRAMES
+
+    data = _log(40_000)
+    artifact_id = write_artifact(store, data)
+    before = _reads(store, artifact_id)
+    assert store.compactor.compact(artifact_id)
+    FRAMES.clear()
+    decoded: list[int] = []
+    real = content_module.decode
+
+    def counting(codec: str | None, stored: bytes, size: int, upto: int | None = None) -> bytes:
+        decoded.append(size)
+        return real(codec, stored, size, upto)
+
+    monkeypatch.setattr(content_module, "decode", counting)
+    assert _reads(store, artifact_id) == before
+    first = len(decoded)
+    assert first > 0
+    assert _reads(store, artifact_id) == before
+    assert len(decoded) == first  # every frame came from the cache
+    assert FRAMES.size <= FRAMES.capacity
+
+
+def test_the_frame_cache_keeps_the_most_recent_frames_within_its_bytes() -> None:
+    from overspill.artifacts.stored.frame_cache import FrameCache
+
+    cache = FrameCache(capacity=10)
+    for i in range(6):
+        cache.put(("k", i), b"abc")
+    assert cache.size == 9 and cache.get(("k", 0)) is None and cache.get(("k", 5)) == b"abc"
+    cache.get(("k", 3))  # used: kept over the older ones
+    cache.put(("k", 9), b"abcd")
+    assert cache.get(("k", 3)) == b"abc" and cache.get(("k", 4)) is None
+    assert cache.size <= 10
+    cache.put(("big", 0), b"x" * 11)  # larger than the whole cache: not kept
+    assert cache.get(("big", 0)) is None

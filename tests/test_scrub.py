@@ -11,6 +11,7 @@ from typing import Any
 
 from overspill.api.scrub import scrub_page
 from overspill.artifacts.store import ArtifactStore
+from overspill.artifacts.stored.frame_cache import FRAMES
 from overspill.artifacts.stored.frames import FRAME_BYTES
 from overspill.shell.redact.policy import Redaction
 from tests.helpers import ALICE, cli_env, run_cli, write_artifact
@@ -44,8 +45,11 @@ def test_a_secret_stored_earlier_is_masked_and_its_old_bytes_deleted(store: Arti
     raw = write_artifact(store, data)
     packed = write_artifact(store, data.replace(b"deploy", b"DEPLOY"))
     assert store.compactor.compact(packed)
+    _content(store, packed)  # its frames decoded, kept for the next read
+    assert FRAMES.size > 0
     before = _keys(store)
     report = _scrub(store)
+    assert FRAMES.size == 0  # no decoded copy of the secret is left in memory
     assert report["rewritten"] == 2 and report["secrets"] == 2
     assert list(report["rules"].values()) == [2]  # one rule (the pattern), twice
     for artifact_id in (raw, packed):

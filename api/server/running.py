@@ -139,9 +139,13 @@ _TRIM_AFTER_S = 5.0
 def _give_memory_back() -> None:
     """A server that waits for its next verb holds no more memory than it needs:
     collect, then hand glibc's free pages back to the system (what serving a
-    burst of requests left in the heap is otherwise kept for good)."""
+    burst of requests left in the heap is otherwise kept for good). The decoded
+    frames kept for the next read go too."""
     import gc
 
+    from overspill.artifacts.stored.frame_cache import FRAMES
+
+    FRAMES.clear()
     gc.collect()
     try:
         import ctypes

@@ -25,6 +25,7 @@ from overspill.artifacts.blobs.keys import segment_key_base
 from overspill.artifacts.db.models import Segment
 from overspill.artifacts.db.unit import Database
 from overspill.artifacts.errors import InvalidRange
+from overspill.artifacts.stored.frame_cache import FRAMES
 from overspill.artifacts.stored.frames import FRAME_BYTES, decode
 
 PLANNED = 4096
@@ -279,7 +280,10 @@ class Content:
                 if seg.offset > pos:
                     raise self._on_missing()
                 upto = min(end, seg.end) - seg.offset  # the frame's bytes this read needs
-                frame = self._decoded.get((seg.key, seg.blob_offset), b"")
+                where = (seg.key, seg.blob_offset)
+                frame = self._decoded.get(where, b"")
+                if len(frame) < upto:
+                    frame = FRAMES.get(where) or b""  # decoded by an earlier read
                 if len(frame) < upto:
                     if base < 0:  # the rest of the run, in one ranged read
                         base = seg.blob_offset
@@ -289,7 +293,11 @@ class Content:
                     at = seg.blob_offset - base
                     packed = stored[at : at + (seg.stored_size or 0)]
                     frame = decode(seg.codec, packed, seg.size, upto)
-                    self._keep((seg.key, seg.blob_offset), frame)
+                    if len(frame) == seg.size:
+                        FRAMES.put(where, frame)
+                    self._keep(where, frame)
+                elif where not in self._decoded:
+                    self._keep(where, frame)
                 whole = pos == seg.offset and upto == seg.size
                 piece = frame[pos - seg.offset : upto]
                 pos += len(piece)

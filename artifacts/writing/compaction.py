@@ -58,6 +58,7 @@ from overspill.artifacts.newlines import count_newlines
 from overspill.artifacts.records import GONE_STATES
 from overspill.artifacts.stored.blob_refs import lock_origins, named
 from overspill.artifacts.stored.content import Content
+from overspill.artifacts.stored.frame_cache import FRAMES
 from overspill.artifacts.stored.frames import FRAME_BYTES, encode
 
 Transform = Callable[[Iterator[bytes]], Iterator[bytes]]
@@ -174,10 +175,15 @@ class Compactor(Part):
         not, into frames of its own: no frame is shared with what was stored, so
         no blob that held the old bytes is named by it. Recorded in the audit log.
         Returns the old blobs another artifact still names (their holders must be
-        rewritten too before those bytes are gone), or None if it changed meanwhile."""
-        return self._rewrite(
-            artifact_id, CompactionReport(), transform, scrub=(actor, audit_details)
-        )
+        rewritten too before those bytes are gone), or None if it changed meanwhile.
+        The process's decoded frames are dropped: none of the old bytes stays in
+        memory for a read that can no longer name them."""
+        try:
+            return self._rewrite(
+                artifact_id, CompactionReport(), transform, scrub=(actor, audit_details)
+            )
+        finally:
+            FRAMES.clear()
 
     def rehome(self, artifact_id: str) -> list[str] | None:
         """Rewrite an artifact's frames into blobs of its own (same bytes): done to
