@@ -300,6 +300,7 @@ def test_a_compacted_output_read_again_decodes_nothing_again(
     answers are the same as from the raw bytes."""
     import overspill.artifacts.stored.content as content_module
     from overspill.artifacts.stored.frame_cache import FRAMES
+    from overspill.artifacts.stored.frames import decode as real
 
     data = _log(40_000)
     artifact_id = write_artifact(store, data)
@@ -307,7 +308,6 @@ def test_a_compacted_output_read_again_decodes_nothing_again(
     assert store.compactor.compact(artifact_id)
     FRAMES.clear()
     decoded: list[int] = []
-    real = content_module.decode
 
     def counting(codec: str | None, stored: bytes, size: int, upto: int | None = None) -> bytes:
         decoded.append(size)
