@@ -32,7 +32,7 @@ compacts as soon as an output ends.
 A scrub (``redact --scrub``) is the same rewrite with the redactor in the
 stream and no frame shared with what was stored, so that no blob that held a
 secret stays named; ``rehome`` rewrites the others that named those blobs.
-About 420 lines because the three are one rewrite (read, frame, pack, swap)
+About 470 lines because the three are one rewrite (read, frame, pack, swap)
 with three policies, and the swap's locking is easiest to check in one place.
 """
 
