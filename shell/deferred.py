@@ -118,11 +118,12 @@ class _DeferredStream:
         return self._real.artifact_id if self._real is not None else None
 
     def progress(self) -> int:
-        from overspill.artifacts.writing.db_retry import attempts
+        from overspill.artifacts.headway import notes
 
         real = self._real
-        # (While the store opens, its retries through a brief outage are headway.)
-        return self._replayed + (real.progress() if real is not None else 0) + attempts()
+        # (While the store opens -- a local server starting, retries through a
+        # brief outage -- its notes are headway.)
+        return self._replayed + (real.progress() if real is not None else 0) + notes()
 
     def known_id(self) -> str | None:
         real = self._real

@@ -319,3 +319,25 @@ def test_a_legacy_spill_file_follows_its_artifact(tmp_path: Path) -> None:
     assert not spill.parent.exists()  # the process's directory went with its last file
     (usage,) = json.loads(_cli(home, "usage", "--json").stdout)
     assert usage["legacy_spill_bytes"] == 0
+
+
+def test_a_local_server_slow_to_start_is_waited_for_not_given_up_on(tmp_path: Path) -> None:
+    """A command whose first overflow starts the home's local server on a loaded
+    machine: the start (here made 3 s slower than the 2 s a stuck store is
+    given) is storage getting on, so the output is stored, not abandoned."""
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text(
+        "import sys, time\nif '--ready-fd' in sys.argv:\n    time.sleep(3)\n"
+    )
+    env = _env(tmp_path / "home")
+    env["PYTHONPATH"] = f"{slow}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    started = time.monotonic()
+    done = run_cli(env, "run", "--json", "--", "seq 1 100000")
+    took = time.monotonic() - started
+    answer = json.loads(done.stdout)
+    art = answer["stdout"]["artifact"]
+    assert art is not None and art["state"] == "complete", answer["stdout"]
+    assert took >= 3  # (it did wait for the slow start)
+    expected = "".join(f"{i}\n" for i in range(1, 100_001)).encode()
+    assert run_cli(env, "cat", art["id"]).stdout == expected

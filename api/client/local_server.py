@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from overspill.artifacts import headway
 from overspill.artifacts.errors import BY_CODE, OverspillError, StorageUnavailable
 from overspill.artifacts.home import ensure_home
 
@@ -105,16 +106,23 @@ def socket_path(home: str, name: str = SOCKET) -> str:
 @contextmanager
 def flocked(path: str, *, wait: bool = True) -> Iterator[bool]:
     """An exclusive ``flock`` on ``path`` (made 0600); yields False when ``wait``
-    is off and another process holds it."""
+    is off and another process holds it. Waiting, it tries every 10 ms and
+    notes headway meanwhile: another process is starting the server, which is
+    storage getting on (``artifacts.headway``), not storage stuck."""
     import fcntl
 
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            yield False
-            return
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if not wait:
+                    yield False
+                    return
+                headway.note()
+                time.sleep(0.01)
         yield True
     finally:
         os.close(fd)
@@ -279,9 +287,13 @@ def _wait_ready(fd: int, timeout: float) -> str:
     deadline = time.monotonic() + timeout
     got = b""
     while time.monotonic() < deadline:
-        readable, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        tick = min(0.1, max(0.0, deadline - time.monotonic()))
+        readable, _, _ = select.select([fd], [], [], tick)
         if not readable:
-            break
+            # Still starting (its end of the pipe is open while it lives): for a
+            # command waiting on its first overflow's storage, that is headway.
+            headway.note()
+            continue
         data = os.read(fd, 4096)
         if not data:
             break

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from overspill.artifacts import headway
 from overspill.artifacts.errors import DatabaseUnavailable
 
 T = TypeVar("T")
@@ -26,15 +27,6 @@ the command's result waits on its end at most this much longer."""
 
 FIRST_PAUSE_S = 0.05
 LONGEST_PAUSE_S = 0.5
-
-
-_attempts = 0
-
-
-def attempts() -> int:
-    """Retries made in this process so far: a caller waiting on storage counts
-    them as headway (a retry is storage working, not storage stuck)."""
-    return _attempts
 
 
 def retrying(
@@ -51,7 +43,6 @@ def retrying(
         except DatabaseUnavailable:
             if time.monotonic() + pause > deadline or (give_up is not None and give_up()):
                 raise
-            global _attempts
-            _attempts += 1
+            headway.note()  # a retry is storage working, not storage stuck
             time.sleep(pause)
             pause = min(pause * 2, LONGEST_PAUSE_S)
