@@ -65,16 +65,24 @@ END_QUIET_S = 2.0
 """How long a stream's storage may make no headway once its command has ended
 before the result goes without it (a hung object store, a stuck server)."""
 
+OPEN_QUIET_S = 10.0
+"""The same while its storage is still opening and no artifact exists yet: the
+store imported and connected in this process, or the home's local server
+started, for the first overflow -- a second unloaded, several on a loaded
+machine, with nothing to count as headway while a module imports."""
+
 
 def close_bounded(
     stream: SinkStream,
     source_update: dict[str, Any],
     total_bytes: int | None,
     quiet_s: float = END_QUIET_S,
+    open_quiet_s: float = OPEN_QUIET_S,
 ) -> tuple[ArtifactRef | None, str | None]:
     """``stream.close``, waited for while it makes headway and for at most
-    ``quiet_s`` seconds without any: storage that is stuck costs the command's
-    result that long, not the client library's timeouts and retries. What is
+    ``quiet_s`` seconds without any (``open_quiet_s`` while no artifact exists
+    yet): storage that is stuck costs the command's result that long, not the
+    client library's timeouts and retries. What is
     stuck goes on in the background; the artifact it leaves ``writing`` is ended
     by the sweep when its lease runs out."""
     done: list[tuple[ArtifactRef | None, str | None]] = []
@@ -90,12 +98,13 @@ def close_bounded(
         if done:
             return done[0]
         now = stream.progress()
+        limit = quiet_s if stream.known_id() is not None else max(quiet_s, open_quiet_s)
         if now != seen:
             seen, quiet_since = now, time.monotonic()
-        elif time.monotonic() - quiet_since >= quiet_s:
+        elif time.monotonic() - quiet_since >= limit:
             break
     art = stream.known_id()
-    stuck = f"storage made no headway for {quiet_s:g} s after the command ended"
+    stuck = f"storage made no headway for {limit:g} s after the command ended"
     if art is None:
         return None, f"{stuck}: the artifact was never made"
     return ArtifactRef(art, "failed", 0, total_bytes or 0, None), (

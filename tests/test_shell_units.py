@@ -530,3 +530,43 @@ def test_the_json_text_of_a_truncated_tail_starts_at_a_line_start(
     text = result.contract_json()["stdout"]["text"]
     assert text.encode() == data[tail_start + expected_skip :]
     assert out.text.encode() == data[tail_start:]  # the legacy form keeps the tail as it is
+
+
+class _QuietStream:
+    """A sink stream whose close takes ``close_s`` and shows no headway."""
+
+    def __init__(self, close_s: float, artifact: str | None) -> None:
+        self._close_s, self._artifact = close_s, artifact
+
+    def close(
+        self, source_update: dict[str, object], total_bytes: int | None = None
+    ) -> tuple[Any, str | None]:
+        from overspill.shell.results import ArtifactRef
+
+        time.sleep(self._close_s)
+        return ArtifactRef("art_DONE", "complete", 10, 10, None), None
+
+    def progress(self) -> int:
+        return 0
+
+    def known_id(self) -> str | None:
+        return self._artifact
+
+
+def test_storage_still_opening_is_given_longer_than_storage_that_stalled() -> None:
+    """No artifact yet (a store importing, a server starting): quiet up to the
+    open bound is waited for; an artifact that exists and goes quiet is given up
+    on after the end bound, with the reason."""
+    from typing import cast
+
+    from overspill.shell.sink import SinkStream, close_bounded
+
+    opening = cast(SinkStream, _QuietStream(0.6, None))
+    done, error = close_bounded(opening, {}, 10, quiet_s=0.2, open_quiet_s=2.0)
+    assert done is not None and done.id == "art_DONE" and error is None
+    started = time.monotonic()
+    stalled = cast(SinkStream, _QuietStream(5, "art_X"))
+    art, why = close_bounded(stalled, {}, 10, quiet_s=0.2, open_quiet_s=2.0)
+    assert time.monotonic() - started < 1.5
+    assert art is not None and art.state == "failed"
+    assert why is not None and why.startswith("storage made no headway for 0.2 s")

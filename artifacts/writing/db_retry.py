@@ -21,9 +21,10 @@ from overspill.artifacts.errors import DatabaseUnavailable
 
 T = TypeVar("T")
 
-PRODUCER_RETRY_S = 2.0
-"""How long a command's writer keeps retrying: a fast restart here is ~1 s, and
-the command's result waits on its end at most this much longer."""
+PRODUCER_RETRY_S = 5.0
+"""How long a command's writer keeps retrying: a fast restart here is ~1 s
+unloaded and took over 2 s with the suite running beside it; the command's
+result waits on its end at most this much longer."""
 
 FIRST_PAUSE_S = 0.05
 LONGEST_PAUSE_S = 0.5
