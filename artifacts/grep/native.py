@@ -26,6 +26,7 @@ prefix; ``Content.line_start`` turns it into an offset).
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -43,8 +44,10 @@ MANY_PER_MIB = 2_000
 _READ = 1 << 18
 
 
+@functools.cache
 def ripgrep() -> str | None:
-    """The ``rg`` beside this interpreter (the ``ripgrep`` wheel), else on PATH."""
+    """The ``rg`` beside this interpreter (the ``ripgrep`` wheel), else on PATH
+    (looked up once a process, not on every grep)."""
     return shutil.which("rg", path=os.path.dirname(sys.executable)) or shutil.which("rg")
 
 

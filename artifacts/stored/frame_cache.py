@@ -30,16 +30,12 @@ class FrameCache:
         self._frames: OrderedDict[_Where, bytes] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
-        self.hits = self.misses = 0
 
     def get(self, where: _Where) -> bytes | None:
         with self._lock:
             frame = self._frames.get(where)
-            if frame is None:
-                self.misses += 1
-                return None
-            self._frames.move_to_end(where)
-            self.hits += 1
+            if frame is not None:
+                self._frames.move_to_end(where)
             return frame
 
     def put(self, where: _Where, frame: bytes) -> None:

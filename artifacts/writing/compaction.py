@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import and_, delete, select
 from sqlalchemy.orm import Session
 
 from overspill.artifacts.blobs.keys import segment_key
@@ -144,15 +144,12 @@ class Compactor(Part):
         if self.settings.hot_s <= 0:
             return False
         with self._read() as s:
-            live = s.execute(
-                select(Artifact.id).where(
+            row = s.execute(
+                select(and_(*self._cold())).where(
                     Artifact.id == artifact_id, Artifact.state.not_in(GONE_STATES)
                 )
             ).first()
-            cold = s.execute(
-                select(Artifact.id).where(Artifact.id == artifact_id, *self._cold())
-            ).first()
-        return live is not None and cold is None
+        return row is not None and not row[0]
 
     def run(self, limit: int = 100) -> CompactionReport:
         report = CompactionReport()
