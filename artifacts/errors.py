@@ -22,6 +22,14 @@ class OverspillError(Exception):
     code: ClassVar[str] = "error"
     status: ClassVar[int] = 500
 
+    def __init_subclass__(cls, *, code: str | None = None, status: int | None = None) -> None:
+        """A class names its wire code and its HTTP status where they are not its base's."""
+        super().__init_subclass__()
+        if code is not None:
+            cls.code = code
+        if status is not None:
+            cls.status = status
+
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
@@ -36,59 +44,36 @@ class OverspillError(Exception):
         return cls(message)
 
 
-class ConfigurationError(OverspillError):
+class ConfigurationError(OverspillError, code="configuration_error", status=503):
     """A setting is missing, malformed or names something that does not exist."""
 
-    code = "configuration_error"
-    status = 503
 
-
-class InvalidArgument(OverspillError):
+class InvalidArgument(OverspillError, code="invalid_argument", status=400):
     """A request value is malformed or out of range (bad id, bad regex, bad window)."""
 
-    code = "invalid_argument"
-    status = 400
 
-
-class InvalidRange(InvalidArgument):
+class InvalidRange(InvalidArgument, code="invalid_range"):
     """A byte or line range is negative, inverted or beyond what is stored."""
 
-    code = "invalid_range"
 
-
-class RangeNotSatisfiable(InvalidRange):
+class RangeNotSatisfiable(InvalidRange, code="range_not_satisfiable", status=416):
     """An HTTP Range header names no byte that is stored."""
 
-    code = "range_not_satisfiable"
-    status = 416
 
-
-class Unauthorized(OverspillError):
+class Unauthorized(OverspillError, code="unauthorized", status=401):
     """No bearer token, or one that is unknown, expired or revoked."""
 
-    code = "unauthorized"
-    status = 401
 
-
-class NotFound(OverspillError):
+class NotFound(OverspillError, code="not_found", status=404):
     """No such artifact for this principal (another owner's looks exactly like this)."""
 
-    code = "not_found"
-    status = 404
 
-
-class MethodNotAllowed(OverspillError):
+class MethodNotAllowed(OverspillError, code="method_not_allowed", status=405):
     """The path exists but not with this HTTP method."""
 
-    code = "method_not_allowed"
-    status = 405
 
-
-class Gone(OverspillError):
+class Gone(OverspillError, code="gone", status=410):
     """The artifact existed but its bytes were removed (expired or deleted)."""
-
-    code = "gone"
-    status = 410
 
     def __init__(self, message: str, *, reason: str, since: datetime | None) -> None:
         super().__init__(message)
@@ -110,17 +95,12 @@ class Gone(OverspillError):
         return cls(message, reason=str(body.get("reason") or "gone"), since=when)
 
 
-class Conflict(OverspillError):
+class Conflict(OverspillError, code="conflict", status=409):
     """The artifact is not in a state that allows this (appending to a finished one)."""
 
-    code = "conflict"
-    status = 409
 
-
-class OffsetConflict(Conflict):
+class OffsetConflict(Conflict, code="offset_conflict"):
     """An append named an offset other than the artifact's current size."""
-
-    code = "offset_conflict"
 
     def __init__(self, message: str, *, current_size: int) -> None:
         super().__init__(message)
@@ -135,55 +115,38 @@ class OffsetConflict(Conflict):
         return cls(message, current_size=size if isinstance(size, int) else 0)
 
 
-class QuotaExceeded(OverspillError):
+# 403, not 413: the request may be one byte; it is the owner's quota that is
+# spent. The body's code tells it from a role refusal.
+class QuotaExceeded(OverspillError, code="quota_exceeded", status=403):
     """Storing this would take an owner past its byte quota."""
-
-    code = "quota_exceeded"
-    # 403, not 413: the request may be one byte; it is the owner's quota that is
-    # spent. The body's code tells it from a role refusal.
-    status = 403
 
     def __init__(self, message: str, *, room: int = 0) -> None:
         super().__init__(message)
         self.room = room  # the bytes that still fit (a writer stores that prefix)
 
 
-class PermissionDenied(OverspillError):
+class PermissionDenied(OverspillError, code="permission_denied", status=403):
     """The principal is known but its role does not allow this operation."""
 
-    code = "permission_denied"
-    status = 403
 
-
-class StorageUnavailable(OverspillError):
+class StorageUnavailable(OverspillError, code="storage_unavailable", status=503):
     """The blob store or the database could not be reached or refused the operation."""
 
-    code = "storage_unavailable"
-    status = 503
 
-
-class DatabaseUnavailable(StorageUnavailable):
+class DatabaseUnavailable(StorageUnavailable, code="database_unavailable"):
     """The database could not be reached or dropped the connection (a restart, a
     failover): brief, as a rule, so a producer retries a write for a few seconds
     before it gives up (``ArtifactWriter``'s ``retry_s``)."""
 
-    code = "database_unavailable"
 
-
-class DiskFull(StorageUnavailable):
+class DiskFull(StorageUnavailable, code="disk_full", status=507):
     """The file system that holds the bytes has no space left (or the user's quota
     on it is spent). Named apart from other storage trouble so every answer can say
     so, with where, instead of the symptom a later step meets."""
 
-    code = "disk_full"
-    status = 507
 
-
-class TooManyRequests(OverspillError):
+class TooManyRequests(OverspillError, code="too_many_requests", status=429):
     """The principal already holds as many of these long requests as allowed."""
-
-    code = "too_many_requests"
-    status = 429
 
     def __init__(self, message: str, *, retry_after_s: int = 1) -> None:
         super().__init__(message)

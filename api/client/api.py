@@ -20,23 +20,8 @@ from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from overspill.artifacts.queries import (
-        GrepQuery,
-        LineQuery,
-        ListQuery,
-        SearchQuery,
-        TailQuery,
-        TextQuery,
-    )
-    from overspill.artifacts.records import (
-        ArtifactInfo,
-        ArtifactPage,
-        GrepResult,
-        LineWindow,
-        SearchResult,
-        TailWindow,
-        TextWindow,
-    )
+    from overspill.artifacts import queries as q
+    from overspill.artifacts import records as r
     from overspill.artifacts.writing.writes import NewArtifact
     from overspill.shell.sink import OutputSink
 
@@ -45,7 +30,7 @@ if TYPE_CHECKING:
 
 class StoreClient(Protocol):
     # -- one artifact: what it is, its bytes, its windows --------------------------------
-    def get(self, artifact_id: str) -> ArtifactInfo:
+    def get(self, artifact_id: str) -> r.ArtifactInfo:
         """Its metadata (another owner's is NotFound, exactly like a missing one)."""
         ...
 
@@ -55,29 +40,29 @@ class StoreClient(Protocol):
         """Bytes [start, end) as stored; ``follow``: on until the writer ends."""
         ...
 
-    def text(self, artifact_id: str, query: TextQuery | None = None) -> TextWindow:
+    def text(self, artifact_id: str, query: q.TextQuery | None = None) -> r.TextWindow:
         """A UTF-8-safe byte window and where the next one starts."""
         ...
 
-    def lines(self, artifact_id: str, query: LineQuery) -> LineWindow: ...
+    def lines(self, artifact_id: str, query: q.LineQuery) -> r.LineWindow: ...
 
-    def tail(self, artifact_id: str, query: TailQuery) -> TailWindow:
+    def tail(self, artifact_id: str, query: q.TailQuery) -> r.TailWindow:
         """The last lines or bytes (``query.chosen()``), bounded."""
         ...
 
-    def grep(self, artifact_id: str, query: GrepQuery) -> GrepResult:
+    def grep(self, artifact_id: str, query: q.GrepQuery) -> r.GrepResult:
         """One bounded page of matches and the offset that resumes the scan."""
         ...
 
     # -- many artifacts ------------------------------------------------------------------
-    def list(self, query: ListQuery) -> ArtifactPage: ...
+    def list(self, query: q.ListQuery) -> r.ArtifactPage: ...
 
-    def search(self, query: SearchQuery) -> SearchResult:
+    def search(self, query: q.SearchQuery) -> r.SearchResult:
         """One pattern across the principal's own outputs, newest first, paged."""
         ...
 
     # -- writing and the lifecycle -------------------------------------------------------
-    def put(self, chunks: Iterable[bytes], new: NewArtifact) -> ArtifactInfo:
+    def put(self, chunks: Iterable[bytes], new: NewArtifact) -> r.ArtifactInfo:
         """A new artifact holding ``chunks`` (streamed; masked like every write)."""
         ...
 
@@ -90,7 +75,7 @@ class StoreClient(Protocol):
         ``Executor`` over this sink)."""
         ...
 
-    def delete(self, artifact_id: str) -> ArtifactInfo: ...
-    def pin(self, artifact_id: str, reason: str | None = None) -> ArtifactInfo: ...
-    def unpin(self, artifact_id: str) -> ArtifactInfo: ...
-    def set_retention(self, artifact_id: str, retention: int | str | None) -> ArtifactInfo: ...
+    def delete(self, artifact_id: str) -> r.ArtifactInfo: ...
+    def pin(self, artifact_id: str, reason: str | None = None) -> r.ArtifactInfo: ...
+    def unpin(self, artifact_id: str) -> r.ArtifactInfo: ...
+    def set_retention(self, artifact_id: str, retention: int | str | None) -> r.ArtifactInfo: ...

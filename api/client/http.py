@@ -12,28 +12,13 @@ import builtins
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from overspill.artifacts import queries as q
+from overspill.artifacts import records as r
 from overspill.artifacts.catalog.audit import AuditEntry
 from overspill.artifacts.catalog.policies import PolicySpec, PolicyView, Preview
 from overspill.artifacts.catalog.sweeper import SweepReport
 from overspill.artifacts.catalog.tokens import IssuedToken, NewToken, TokenInfo
 from overspill.artifacts.gc_pause import cyclic_gc_paused
-from overspill.artifacts.queries import (
-    GrepQuery,
-    LineQuery,
-    ListQuery,
-    SearchQuery,
-    TailQuery,
-    TextQuery,
-)
-from overspill.artifacts.records import (
-    ArtifactInfo,
-    ArtifactPage,
-    GrepResult,
-    LineWindow,
-    SearchResult,
-    TailWindow,
-    TextWindow,
-)
 from overspill.artifacts.writing.writes import NewArtifact
 
 from ..results import SavedResult, SaveRequest
@@ -61,7 +46,7 @@ class OverspillClient:
         """The executor's sink into this server (see ``api.client.sinks.RemoteSink``)."""
         return RemoteSink(self.http, session_id=session_id, max_bytes=max_bytes)
 
-    def put(self, chunks: Iterable[bytes], new: NewArtifact) -> ArtifactInfo:
+    def put(self, chunks: Iterable[bytes], new: NewArtifact) -> r.ArtifactInfo:
         """A new artifact holding ``chunks``: created, then uploaded whole (the
         server masks secrets in it as in every write)."""
         fields = {k: v for k, v in new._asdict().items() if v is not None}
@@ -70,13 +55,13 @@ class OverspillClient:
 
     # -- artifacts -------------------------------------------------------------------
 
-    def create(self, **fields: Any) -> ArtifactInfo:
-        return ArtifactInfo.model_validate(self._calls.create(**fields))
+    def create(self, **fields: Any) -> r.ArtifactInfo:
+        return r.ArtifactInfo.model_validate(self._calls.create(**fields))
 
     def upload(
         self, artifact_id: str, chunks: Iterable[bytes], *, complete: bool = True
-    ) -> ArtifactInfo:
-        return ArtifactInfo.model_validate(
+    ) -> r.ArtifactInfo:
+        return r.ArtifactInfo.model_validate(
             self._calls.upload(artifact_id, chunks, complete=complete)
         )
 
@@ -85,8 +70,8 @@ class OverspillClient:
         params = request.model_dump(exclude_none=True)
         return SavedResult.model_validate(self._calls.save_result(chunks, params))
 
-    def append(self, artifact_id: str, offset: int, data: bytes) -> ArtifactInfo:
-        return ArtifactInfo.model_validate(self._calls.append(artifact_id, offset, data))
+    def append(self, artifact_id: str, offset: int, data: bytes) -> r.ArtifactInfo:
+        return r.ArtifactInfo.model_validate(self._calls.append(artifact_id, offset, data))
 
     def complete(
         self,
@@ -95,31 +80,31 @@ class OverspillClient:
         total_bytes: int | None = None,
         source: dict[str, Any] | None = None,
         error: str | None = None,
-    ) -> ArtifactInfo:
+    ) -> r.ArtifactInfo:
         body: dict[str, Any] = {"source": source or {}}
         if total_bytes is not None:
             body["total_bytes"] = total_bytes
         if error:
             body["error"] = error[:2000]
-        return ArtifactInfo.model_validate(self._calls.complete(artifact_id, **body))
+        return r.ArtifactInfo.model_validate(self._calls.complete(artifact_id, **body))
 
-    def get(self, artifact_id: str) -> ArtifactInfo:
-        return ArtifactInfo.model_validate(self._calls.get(artifact_id))
+    def get(self, artifact_id: str) -> r.ArtifactInfo:
+        return r.ArtifactInfo.model_validate(self._calls.get(artifact_id))
 
-    def list(self, query: ListQuery) -> ArtifactPage:
-        return ArtifactPage.model_validate(self._calls.list(query.params()))
+    def list(self, query: q.ListQuery) -> r.ArtifactPage:
+        return r.ArtifactPage.model_validate(self._calls.list(query.params()))
 
-    def delete(self, artifact_id: str) -> ArtifactInfo:
-        return ArtifactInfo.model_validate(self._calls.delete(artifact_id))
+    def delete(self, artifact_id: str) -> r.ArtifactInfo:
+        return r.ArtifactInfo.model_validate(self._calls.delete(artifact_id))
 
-    def pin(self, artifact_id: str, reason: str | None = None) -> ArtifactInfo:
-        return ArtifactInfo.model_validate(self._calls.pin(artifact_id, reason))
+    def pin(self, artifact_id: str, reason: str | None = None) -> r.ArtifactInfo:
+        return r.ArtifactInfo.model_validate(self._calls.pin(artifact_id, reason))
 
-    def unpin(self, artifact_id: str) -> ArtifactInfo:
-        return ArtifactInfo.model_validate(self._calls.unpin(artifact_id))
+    def unpin(self, artifact_id: str) -> r.ArtifactInfo:
+        return r.ArtifactInfo.model_validate(self._calls.unpin(artifact_id))
 
-    def set_retention(self, artifact_id: str, retention: int | str | None) -> ArtifactInfo:
-        return ArtifactInfo.model_validate(self._calls.set_retention(artifact_id, retention))
+    def set_retention(self, artifact_id: str, retention: int | str | None) -> r.ArtifactInfo:
+        return r.ArtifactInfo.model_validate(self._calls.set_retention(artifact_id, retention))
 
     def iter_content(
         self, artifact_id: str, start: int = 0, end: int | None = None, *, follow: bool = False
@@ -127,25 +112,25 @@ class OverspillClient:
         """Stream bytes [start, end) (end exclusive; None: to the end)."""
         return self._calls.content(artifact_id, start, end, follow=follow)
 
-    def text(self, artifact_id: str, query: TextQuery | None = None) -> TextWindow:
-        params = (query or TextQuery()).params()
-        return TextWindow.model_validate(self._calls.text(artifact_id, params))
+    def text(self, artifact_id: str, query: q.TextQuery | None = None) -> r.TextWindow:
+        params = (query or q.TextQuery()).params()
+        return r.TextWindow.model_validate(self._calls.text(artifact_id, params))
 
-    def lines(self, artifact_id: str, query: LineQuery) -> LineWindow:
-        return LineWindow.model_validate(self._calls.lines(artifact_id, query.params()))
+    def lines(self, artifact_id: str, query: q.LineQuery) -> r.LineWindow:
+        return r.LineWindow.model_validate(self._calls.lines(artifact_id, query.params()))
 
-    def tail(self, artifact_id: str, query: TailQuery) -> TailWindow:
-        return TailWindow.model_validate(self._calls.tail(artifact_id, query.params()))
+    def tail(self, artifact_id: str, query: q.TailQuery) -> r.TailWindow:
+        return r.TailWindow.model_validate(self._calls.tail(artifact_id, query.params()))
 
-    def grep(self, artifact_id: str, query: GrepQuery) -> GrepResult:
+    def grep(self, artifact_id: str, query: q.GrepQuery) -> r.GrepResult:
         raw = self._calls.grep(artifact_id, query.params())
         # Straight from the JSON bytes (parsing to dicts first cost as much again),
         # with the cycle collector paused (see artifacts.gc_pause).
         with cyclic_gc_paused():
-            return GrepResult.model_validate_json(raw)
+            return r.GrepResult.model_validate_json(raw)
 
-    def search(self, query: SearchQuery) -> SearchResult:
-        return SearchResult.model_validate_json(self._calls.search(query.params()))
+    def search(self, query: q.SearchQuery) -> r.SearchResult:
+        return r.SearchResult.model_validate_json(self._calls.search(query.params()))
 
     # -- admin -----------------------------------------------------------------------
 

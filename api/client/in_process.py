@@ -7,25 +7,9 @@ import builtins
 import time
 from collections.abc import Iterable, Iterator
 
-from overspill.artifacts.queries import (
-    GrepQuery,
-    LineQuery,
-    ListQuery,
-    SearchQuery,
-    TailQuery,
-    TextQuery,
-)
+from overspill.artifacts import queries as q
+from overspill.artifacts import records as r
 from overspill.artifacts.reading.follow import Backoff
-from overspill.artifacts.records import (
-    ArtifactInfo,
-    ArtifactPage,
-    GrepResult,
-    LineWindow,
-    Principal,
-    SearchResult,
-    TailWindow,
-    TextWindow,
-)
 from overspill.artifacts.store import ArtifactStore
 from overspill.artifacts.writing.writes import NewArtifact
 from overspill.shell.redact.policy import Redaction, masked, what_was_masked
@@ -48,16 +32,16 @@ class InProcessClient:
     whoever builds this backend for the principal)."""
 
     def __init__(
-        self, store: ArtifactStore, principal: Principal, *, redaction: Redaction | None = None
+        self, store: ArtifactStore, principal: r.Principal, *, redaction: Redaction | None = None
     ) -> None:
         self.store = store
         self.principal = principal
         self.redaction = redaction if redaction is not None else Redaction()
 
-    def get(self, artifact_id: str) -> ArtifactInfo:
+    def get(self, artifact_id: str) -> r.ArtifactInfo:
         return self.store.get(self.principal, artifact_id)
 
-    def list(self, query: ListQuery) -> ArtifactPage:
+    def list(self, query: q.ListQuery) -> r.ArtifactPage:
         return self.store.list(self.principal, query, with_total=True)
 
     def iter_content(
@@ -84,22 +68,22 @@ class InProcessClient:
             else:
                 time.sleep(backoff.next_wait())
 
-    def text(self, artifact_id: str, query: TextQuery | None = None) -> TextWindow:
+    def text(self, artifact_id: str, query: q.TextQuery | None = None) -> r.TextWindow:
         return self.store.text(self.principal, artifact_id, query)
 
-    def lines(self, artifact_id: str, query: LineQuery) -> LineWindow:
+    def lines(self, artifact_id: str, query: q.LineQuery) -> r.LineWindow:
         return self.store.lines(self.principal, artifact_id, query)
 
-    def tail(self, artifact_id: str, query: TailQuery) -> TailWindow:
+    def tail(self, artifact_id: str, query: q.TailQuery) -> r.TailWindow:
         return self.store.tail(self.principal, artifact_id, query)
 
-    def grep(self, artifact_id: str, query: GrepQuery) -> GrepResult:
+    def grep(self, artifact_id: str, query: q.GrepQuery) -> r.GrepResult:
         return self.store.grep(self.principal, artifact_id, query)
 
-    def search(self, query: SearchQuery) -> SearchResult:
+    def search(self, query: q.SearchQuery) -> r.SearchResult:
         return self.store.search(self.principal, query)
 
-    def put(self, chunks: Iterable[bytes], new: NewArtifact) -> ArtifactInfo:
+    def put(self, chunks: Iterable[bytes], new: NewArtifact) -> r.ArtifactInfo:
         redactor = self.redaction.redactor()
         writer = self.store.open_writer(self.principal, new)
         try:
@@ -116,16 +100,16 @@ class InProcessClient:
 
         return StoreSink(self.store, self.principal, session_id=session_id, max_bytes=max_bytes)
 
-    def delete(self, artifact_id: str) -> ArtifactInfo:
+    def delete(self, artifact_id: str) -> r.ArtifactInfo:
         return self.store.delete(self.principal, artifact_id)
 
-    def pin(self, artifact_id: str, reason: str | None = None) -> ArtifactInfo:
+    def pin(self, artifact_id: str, reason: str | None = None) -> r.ArtifactInfo:
         return self.store.pin(self.principal, artifact_id, reason=reason)
 
-    def unpin(self, artifact_id: str) -> ArtifactInfo:
+    def unpin(self, artifact_id: str) -> r.ArtifactInfo:
         return self.store.unpin(self.principal, artifact_id)
 
-    def set_retention(self, artifact_id: str, retention: int | str | None) -> ArtifactInfo:
+    def set_retention(self, artifact_id: str, retention: int | str | None) -> r.ArtifactInfo:
         return self.store.set_retention(self.principal, artifact_id, retention)  # type: ignore[arg-type]
 
     def save_result(self, chunks: Iterable[bytes], request: SaveRequest) -> SavedResult:

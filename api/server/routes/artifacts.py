@@ -105,10 +105,8 @@ def create_artifact(body: CreateArtifact, store: StoreDep, who: PrincipalDep) ->
     return store.create(who, body.new())
 
 
-class ClientGone(InvalidArgument):
+class ClientGone(InvalidArgument, code="client_disconnected"):
     """The client disconnected before its upload's body ended."""
-
-    code = "client_disconnected"
 
 
 _GATHER = 1024 * 1024
