@@ -68,7 +68,6 @@ class ClientSettings(SettingsBase):
     # chosen by the client's name at the handshake (``api.agent.harnesses``).
     answer_budget: int | None = setting(
         None,
-        gt=0,
         unit="size",
         shown="by the harness's name",
         doc="most bytes of one `overspill mcp` answer (both stream tails of a `bash` answer "

@@ -31,7 +31,9 @@ if __name__ != "overspill.artifacts":  # one identity: the folder is never a top
         "project: pip install -e .), not as a folder of the checkout"
     )
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from overspill.artifacts.lazy import lazy_names
 
 if TYPE_CHECKING:
     from overspill.artifacts.config import StoreSettings
@@ -78,13 +80,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'artifacts' has no attribute {name!r}")
-
+__getattr__ = lazy_names(__name__, _LAZY)
 
 __all__ = [
     "ArtifactInfo",

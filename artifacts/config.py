@@ -39,7 +39,6 @@ class StoreSettings(SettingsBase):
     )
     segment_bytes: int | None = setting(
         None,
-        gt=0,
         unit="size",
         shown="the backend's: `8MiB` local, `4MiB` S3",
         doc="a writer stores a segment at this size; 8 of them are published in one "
@@ -79,7 +78,6 @@ class StoreSettings(SettingsBase):
     )
     max_artifact_bytes: int = setting(
         4096 * MiB,
-        gt=0,
         unit="size",
         shown="`4GiB`",
         doc="the store's cap on any one artifact, however it is made; past it `capped`",
@@ -103,9 +101,7 @@ class StoreSettings(SettingsBase):
         "core; 1: none); used for a listing page of 16 MiB or more in outputs of 1 MiB "
         "or more on average, started by the first such search, stopped after 30 s unused",
     )
-    read_max_bytes: int = setting(
-        1 * MiB, gt=0, unit="size", doc="most content one read window returns"
-    )
+    read_max_bytes: int = setting(1 * MiB, unit="size", doc="most content one read window returns")
     # PostgreSQL's own limits, so that a stuck database answers instead of hanging.
     db_statement_timeout_s: float = setting(
         30, gt=0, doc="PostgreSQL: how long one query may run before it answers 503"

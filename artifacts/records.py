@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -16,6 +17,26 @@ STATES = ("writing", "complete", "capped", "incomplete", "failed", "expired", "d
 
 class _Record(BaseModel):
     model_config = ConfigDict(frozen=True)
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def from_row(model: type[_M], row: Any, **given: Any) -> _M:
+    """The record of a database row: each field the row has by the same name is
+    copied, and ``given`` names the ones that are worked out (a state, a default).
+    One line per difference instead of one per column, so a column added to both
+    the table and the record needs no edit here."""
+    table: Any = type(row)
+    fields = {name: getattr(row, name) for name in _shared(model, table)}
+    fields.update(given)
+    return model(**fields)
+
+
+@functools.cache
+def _shared(model: type[BaseModel], table: Any) -> tuple[str, ...]:
+    """The record's fields that the row's class also has (worked out once a pair)."""
+    return tuple(name for name in model.model_fields if hasattr(table, name))
 
 
 class Principal(_Record):

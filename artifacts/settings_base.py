@@ -13,7 +13,7 @@ that documents it -- declared once, here, and nowhere else::
 
     class ShellSettings(SettingsBase):
         max_output_bytes: int = setting(
-            64_000, gt=0, unit="size", doc="bytes of each stream kept in memory and shown"
+            64_000, unit="size", doc="bytes of each stream kept in memory and shown"
         )
 
 Sizes and durations read as people write them (``10MB``, ``7d``: the grammar of
@@ -71,7 +71,10 @@ def setting(
     still work and warn. ``doc`` is the sentence a person reads about it (the
     README's settings table is made of these: ``api.settings.settings_table``), and
     ``shown`` its default as that table says it, where the value itself would not
-    (a factory's, or one that depends on other settings)."""
+    (a factory's, or one that depends on other settings). A size is more than
+    zero unless its bounds say otherwise."""
+    if unit == "size" and gt is None and ge is None:
+        gt = 0
     return Setting(default, default_factory, gt, ge, finite, unit, aliases, le, doc, shown)
 
 

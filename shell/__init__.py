@@ -15,8 +15,9 @@ if __name__ != "overspill.shell":  # one identity: the folder is never a top-lev
         "project: pip install -e .), not as a folder of the checkout"
     )
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from overspill.artifacts.lazy import lazy_names
 
 if TYPE_CHECKING:
     from .background import BackgroundJob
@@ -46,11 +47,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'overspill.shell' has no attribute {name!r}")
-
+__getattr__ = lazy_names(__name__, _LAZY)
 
 __all__ = [
     "ArtifactRef",

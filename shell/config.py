@@ -50,11 +50,10 @@ class ShellSettings(SettingsBase):
         600_000, gt=0, doc="the most a caller may ask for as a command's deadline"
     )
     max_output_bytes: int = setting(
-        64_000, gt=0, unit="size", doc="bytes of each stream kept in memory and shown"
+        64_000, unit="size", doc="bytes of each stream kept in memory and shown"
     )
     max_spill_bytes: int = setting(
         64 * MiB,
-        gt=0,
         unit="size",
         shown="`64MiB`",
         doc="cap on a legacy spill file (discarded past it)",
@@ -88,7 +87,6 @@ class ShellSettings(SettingsBase):
     # Unset: the store's own cap, which bounds every artifact however made.
     stream_max_bytes: int | None = setting(
         None,
-        gt=0,
         unit="size",
         aliases=("artifact_max_bytes",),
         shown="the store's cap",
@@ -127,7 +125,6 @@ class ShellSettings(SettingsBase):
     )
     shown_line_bytes: int = setting(
         2_000,
-        gt=0,
         unit="size",
         doc="a shown line longer than this is clipped, with the call that reads the rest",
     )

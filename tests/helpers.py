@@ -172,6 +172,17 @@ def run_cli(
     )
 
 
+def mcp_answers(env: dict[str, str], requests: list[dict[str, Any]]) -> list[Any]:
+    """``overspill mcp`` as a real process given ``requests`` (JSON-RPC 2.0 framing
+    added) on stdin; its answers, one per line it wrote."""
+    import json
+
+    stdin = "".join(json.dumps({"jsonrpc": "2.0", **r}) + "\n" for r in requests)
+    out = run_cli(env, "mcp", stdin=stdin.encode())
+    assert out.returncode == 0, out.stderr.decode(errors="replace")
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
 def short_complete(store: ArtifactStore) -> list[str]:
     """Artifacts recorded ``complete`` with fewer bytes than their source printed:
     after any fault, there must be none (a short artifact is never whole)."""

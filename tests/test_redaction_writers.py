@@ -25,7 +25,7 @@ from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell import ExecRequest, Executor, ShellSettings, StoreSink
 from overspill.shell.redact.policy import Redaction
-from tests.helpers import cli_env, run_cli
+from tests.helpers import cli_env, mcp_answers, run_cli
 
 pytestmark = pytest.mark.one_store
 
@@ -135,9 +135,6 @@ def test_put_masks_a_github_token_by_default(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_artifact_save_over_mcp_masks_with_the_admins_rules(tmp_path: Path) -> None:
-    import json
-    import subprocess
-    import sys
 
     env = cli_env(OVERSPILL_HOME=tmp_path / "home", OVERSPILL_OWNER=AGENT.name, **ENV)
     env["OVERSPILL_RESULT_SPILL_DIR"] = str(tmp_path / "results")
@@ -152,16 +149,7 @@ def test_artifact_save_over_mcp_masks_with_the_admins_rules(tmp_path: Path) -> N
             },
         },
     ]
-    stdin = "".join(json.dumps({"jsonrpc": "2.0", **r}) + "\n" for r in requests)
-    out = subprocess.run(
-        [sys.executable, "-m", "overspill.api.cli", "mcp"],
-        input=stdin.encode(),
-        capture_output=True,
-        env=env,
-        timeout=120,
-        check=True,
-    )
-    answers = [json.loads(line) for line in out.stdout.splitlines()]
+    answers = mcp_answers(env, requests)
     text = answers[1]["result"]["content"][0]["text"]
     (art,) = re.findall(r"\[saved as (art_\w+):", text)
     (legacy,) = re.findall(r"stored at: (\S+)\. ", text)

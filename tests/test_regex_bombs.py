@@ -11,10 +11,8 @@ marks are hang guards, not speed assertions.)
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -24,7 +22,7 @@ from overspill.api.agent.mcp_stdio import initialize_request
 from overspill.artifacts.errors import InvalidArgument
 from overspill.artifacts.queries import GrepQuery
 from overspill.artifacts.store import ArtifactStore
-from tests.helpers import ALICE, cli_env, run_cli, write_artifact
+from tests.helpers import ALICE, cli_env, mcp_answers, run_cli, write_artifact
 
 SHAPES = {
     "two 2 MB lines": b"a" * 2_000_000 + b"!\n" + b"x" * 2_000_000 + b"\n",
@@ -130,16 +128,7 @@ def test_the_slowest_bombs_answer_through_the_cli_http_and_mcp_while_ls_answers(
             "params": {"name": "artifact_grep", "arguments": {"id": art, "pattern": "(a+)+$"}},
         },
     ]
-    stdin = "".join(json.dumps({"jsonrpc": "2.0", **r}) + "\n" for r in requests)
-    out = subprocess.run(
-        [sys.executable, "-m", "overspill.api.cli", "mcp"],
-        input=stdin.encode(),
-        capture_output=True,
-        env=env,
-        timeout=120,
-        check=True,
-    )
-    answer = json.loads(out.stdout.splitlines()[1])["result"]["content"][0]["text"]
+    answer = mcp_answers(env, requests)[1]["result"]["content"][0]["text"]
     assert "search complete: the whole output was searched" in answer, answer[-300:]
 
 

@@ -24,10 +24,10 @@ from overspill.artifacts.writing.writes import NewArtifact
 from ..results import SavedResult, SaveRequest
 from .calls import ApiCalls
 from .sinks import RemoteSink
-from .wire import Endpoint, WireClient
+from .wire import ClosedOnExit, Endpoint, WireClient
 
 
-class OverspillClient:
+class OverspillClient(ClosedOnExit):
     def __init__(self, url: str, token: str | None, *, timeout: float = 60.0) -> None:
         self.url = url.rstrip("/")
         self.http = WireClient(Endpoint.parse(self.url), token=token, timeout=timeout)
@@ -35,12 +35,6 @@ class OverspillClient:
 
     def close(self) -> None:
         self.http.close()
-
-    def __enter__(self) -> OverspillClient:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 
     def sink(self, *, session_id: str | None = None, max_bytes: int | None = None) -> RemoteSink:
         """The executor's sink into this server (see ``api.client.sinks.RemoteSink``)."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Self
 
 from overspill.artifacts.errors import (
     InvalidArgument,
@@ -307,7 +307,20 @@ def _reason(exc: OSError) -> str:
 Body = bytes | Iterable[bytes] | None
 
 
-class WireClient:
+class ClosedOnExit:
+    """``with client:`` closes the client when the block ends."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+class WireClient(ClosedOnExit):
     """Requests to one server, as one caller (a bearer token, or on the local
     server's socket the principal the socket's owner acts as)."""
 
@@ -334,12 +347,6 @@ class WireClient:
 
     def close(self) -> None:
         self._conn.drop()
-
-    def __enter__(self) -> WireClient:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
 
     # -- requests ----------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from overspill.shell.redact.policy import Redaction
 from ..settings import Settings
 from ..version import VERSION
 from . import errors
+from .http_layer import HttpLayer
 from .limits import PrincipalLimit
 from .metrics import Metrics
 from .routes import admin as routes_admin
@@ -157,18 +158,15 @@ def create_app(
     return app
 
 
-class _Tracked:
+class _Tracked(HttpLayer):
     """Outermost ASGI layer: counts requests in flight until their last byte is
     sent (a streaming download or a follower counts as busy)."""
 
     def __init__(self, app: Any, activity: Activity) -> None:
-        self._app = app
+        super().__init__(app)
         self._activity = activity
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self._app(scope, receive, send)
-            return
+    async def http(self, scope: Any, receive: Any, send: Any) -> None:
         activity = self._activity
         activity.in_flight += 1
         try:

@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .http_layer import HttpLayer, headers_of
+
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 ANY = "*"
 
@@ -43,19 +45,16 @@ def origins_for(configured: str) -> frozenset[str]:
     return frozenset(o.strip().rstrip("/").lower() for o in configured.split(",") if o.strip())
 
 
-class OriginGuard:
+class OriginGuard(HttpLayer):
     """ASGI layer: a request by a name or from an origin not ours gets 403."""
 
     def __init__(self, app: Any, hosts: frozenset[str] | None, origins: frozenset[str]) -> None:
-        self._app = app
+        super().__init__(app)
         self._hosts = hosts
         self._origins = origins
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self._app(scope, receive, send)
-            return
-        headers = dict(scope.get("headers") or [])
+    async def http(self, scope: Any, receive: Any, send: Any) -> None:
+        headers = headers_of(scope)
         host = headers.get(b"host", b"").decode("latin-1").strip().lower()
         name = _name(host)
         if self._hosts is not None and name not in self._hosts:

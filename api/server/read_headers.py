@@ -12,18 +12,14 @@ from typing import Any
 
 from overspill.artifacts.ledger.read_context import reading_as
 
+from .http_layer import HttpLayer, headers_of
+
 _TOOL = re.compile(r"[a-z][a-z0-9_.-]{0,39}")
 
 
-class ReadingFromHeaders:
-    def __init__(self, app: Any) -> None:
-        self._app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self._app(scope, receive, send)
-            return
-        headers = dict(scope.get("headers") or [])
+class ReadingFromHeaders(HttpLayer):
+    async def http(self, scope: Any, receive: Any, send: Any) -> None:
+        headers = headers_of(scope)
         tool = headers.get(b"x-overspill-tool", b"").decode("latin-1").strip().lower()
         if not _TOOL.fullmatch(tool):
             await self._app(scope, receive, send)

@@ -56,10 +56,15 @@ def record(
     actor: str,
     action: str,
     *,
+    of: Any = None,
     artifact_id: str | None = None,
     owner: str | None = None,
     **details: Any,
 ) -> None:
+    """One audit event. ``of`` is the artifact's row when there is one: its id
+    and owner are recorded (``artifact_id`` / ``owner`` for the rest)."""
+    if of is not None:
+        artifact_id, owner = of.id, of.owner
     s.add(
         AuditEvent(
             at=at,

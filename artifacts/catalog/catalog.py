@@ -41,6 +41,7 @@ from overspill.artifacts.records import (
     ArtifactInfo,
     ArtifactPage,
     Principal,
+    from_row,
 )
 
 if TYPE_CHECKING:
@@ -217,16 +218,7 @@ class Catalog(Part):
                 row.lease_token = None
                 row.lease_expires_at = None
                 bump_usage(s, row.owner, -freed, -1)
-                audit.record(
-                    s,
-                    now,
-                    principal.name,
-                    "delete",
-                    artifact_id=row.id,
-                    owner=row.owner,
-                    reason=reason,
-                    bytes=freed,
-                )
+                audit.record(s, now, principal.name, "delete", of=row, reason=reason, bytes=freed)
         try:
             self.purge_bytes(artifact_id)
         except OverspillError as exc:
@@ -247,9 +239,7 @@ class Catalog(Part):
             row.pinned_by = principal.name
             row.pin_reason = reason
             row.updated_at = now
-            audit.record(
-                s, now, principal.name, "pin", artifact_id=row.id, owner=row.owner, reason=reason
-            )
+            audit.record(s, now, principal.name, "pin", of=row, reason=reason)
         return self.get(principal, artifact_id)
 
     def unpin(self, principal: Principal, artifact_id: str) -> ArtifactInfo:
@@ -287,8 +277,7 @@ class Catalog(Part):
                 now,
                 principal.name,
                 "retention",
-                artifact_id=row.id,
-                owner=row.owner,
+                of=row,
                 requested=retention,
                 source=resolved.source,
                 clamped=resolved.clamped,
@@ -366,36 +355,17 @@ def info_of(row: Artifact, now: datetime) -> ArtifactInfo:
         and row.pinned_at is None
     ):
         state = "expired"
-    return ArtifactInfo(
-        id=row.id,
-        owner=row.owner,
-        session_id=row.session_id,
-        kind=row.kind,
-        name=row.name,
-        media_type=row.media_type,
+    pinned = row.pinned_at is not None
+    return from_row(
+        ArtifactInfo,
+        row,
         source=row.source or {},
         state=state,
-        size_bytes=row.size_bytes,
-        total_bytes=row.total_bytes,
-        max_bytes=row.max_bytes,
-        line_count=row.line_count,
-        sha256=row.sha256,
-        error=row.error,
-        created_at=row.created_at,
-        updated_at=row.updated_at,
-        completed_at=row.completed_at,
-        expires_at=None if row.pinned_at else row.expires_at,
-        retention_source="pinned" if row.pinned_at else row.retention_source,
-        retention_clamped=row.retention_clamped,
-        pinned=row.pinned_at is not None,
-        pinned_at=row.pinned_at,
-        pinned_by=row.pinned_by,
-        pin_reason=row.pin_reason,
-        deleted_at=row.deleted_at,
-        delete_reason=row.delete_reason,
+        expires_at=None if pinned else row.expires_at,
+        retention_source="pinned" if pinned else row.retention_source,
+        pinned=pinned,
         stored_bytes=charged(row.stored_bytes, row.size_bytes),
         compressed=row.stored_bytes is not None and row.state not in GONE_STATES,
-        shown_bytes=row.shown_bytes,
     )
 
 

@@ -30,7 +30,7 @@ from overspill.artifacts.catalog.retention import (
 )
 from overspill.artifacts.db.models import Artifact, RetentionPolicy
 from overspill.artifacts.errors import InvalidArgument, NotFound
-from overspill.artifacts.records import GONE_STATES, Principal
+from overspill.artifacts.records import GONE_STATES, Principal, from_row
 
 if TYPE_CHECKING:
     from overspill.artifacts.context import StoreContext
@@ -88,18 +88,7 @@ class Preview(BaseModel):
 def _view(row: RetentionPolicy | None, owner: str) -> PolicyView:
     if row is None:
         return PolicyView(owner=owner)
-    return PolicyView(
-        owner=owner,
-        default_retention_s=row.default_retention_s,
-        max_retention_s=row.max_retention_s,
-        allow_forever=row.allow_forever,
-        quota_bytes=row.quota_bytes,
-        max_artifact_bytes=row.max_artifact_bytes,
-        over_quota=row.over_quota,  # type: ignore[arg-type]
-        redact=row.redact,
-        updated_at=row.updated_at,
-        updated_by=row.updated_by,
-    )
+    return from_row(PolicyView, row, owner=owner)
 
 
 def _check_owner(owner: str) -> str:

@@ -30,7 +30,7 @@ from overspill.artifacts.db.models import Artifact, ReadBack
 from overspill.artifacts.ledger import ledger_stats
 from overspill.artifacts.ledger.ledger_stats import ReadCount, Stats
 from overspill.artifacts.ledger.read_context import SHOWN, current
-from overspill.artifacts.records import Principal
+from overspill.artifacts.records import Principal, from_row
 
 FLUSH_S = 1.0
 
@@ -126,19 +126,7 @@ class Ledger(Part):
                 .where(ReadBack.artifact_id == artifact_id)
                 .order_by(ReadBack.first_at)
             ).scalars()
-            return [
-                ReadCount(
-                    reader=r.reader,
-                    session_id=r.session_id or None,
-                    tool=r.tool,
-                    reads=r.reads,
-                    bytes=r.bytes,
-                    lines=r.lines,
-                    first_at=r.first_at,
-                    last_at=r.last_at,
-                )
-                for r in rows
-            ]
+            return [from_row(ReadCount, r, session_id=r.session_id or None) for r in rows]
 
     def stats(self, principal: Principal, **query: Any) -> Stats:
         """The sums for a period, an owner, a harness or a conversation

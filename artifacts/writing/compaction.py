@@ -423,7 +423,7 @@ def _scrubbed(
             row.sha256 = hasher.hexdigest()
         if details is not None:
             row.updated_at = now
-            audit.record(s, now, actor, "scrub", artifact_id=row.id, owner=row.owner, **details)
+            audit.record(s, now, actor, "scrub", of=row, **details)
 
     return after
 

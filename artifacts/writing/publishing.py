@@ -292,8 +292,7 @@ class Publisher(Part):
                     now,
                     row.owner,
                     "unredacted" if redactions.get("off") else "redact",
-                    artifact_id=row.id,
-                    owner=row.owner,
+                    of=row,
                     count=redactions.get("count"),
                     rules=redactions.get("rules"),
                 )
