@@ -3,8 +3,9 @@
 A thin facade: it builds the shared context and composes the parts, each in its
 own module with one job -- the catalog (metadata and lifecycle), ingest
 (creating, writers, uploads), publishing (the segment transactions), reading
-(bounded windows and grep), policies, quotas, the sweeper and tokens. Each
-method below says which part does the work and has that part's signature.
+(bounded windows and grep), policies, quotas, the sweeper and tokens. An
+operation the façade only hands on is one line (``_Forward``) naming the part
+that does it, and has that part's signature; a method here does more.
 Every one takes the acting :class:`Principal`; a non-admin asking for another
 owner's artifact gets exactly the NotFound a missing id gets. Expiry is checked
 on every read, whatever the sweeper has done.
@@ -13,10 +14,10 @@ on every read, whatever the sweeper has done.
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
@@ -27,7 +28,6 @@ from overspill.artifacts.catalog import audit
 from overspill.artifacts.catalog.catalog import Catalog
 from overspill.artifacts.catalog.policies import Policies
 from overspill.artifacts.catalog.quotas import Quotas
-from overspill.artifacts.catalog.retention import Forever
 from overspill.artifacts.catalog.sweeper import Sweeper
 from overspill.artifacts.catalog.tokens import TokenStore
 from overspill.artifacts.clock import Clock, SystemClock
@@ -46,26 +46,14 @@ from overspill.artifacts.errors import ConfigurationError, InvalidArgument, Stor
 from overspill.artifacts.home import ensure_home
 from overspill.artifacts.ledger.ledger import Ledger, ReadCount, Stats
 from overspill.artifacts.queries import (
-    GrepLinesQuery,
-    GrepQuery,
-    LineQuery,
-    ListQuery,
     SearchQuery,
-    TailQuery,
-    TextQuery,
 )
 from overspill.artifacts.reading.reading import Reader
 from overspill.artifacts.records import (
     ArtifactInfo,
-    ArtifactPage,
-    GrepResult,
-    LineWindow,
     Principal,
     SearchResult,
-    TailWindow,
-    TextWindow,
 )
-from overspill.artifacts.stored.content import Content
 from overspill.artifacts.writing.compaction import Compactor
 from overspill.artifacts.writing.ingest import Ingest
 from overspill.artifacts.writing.publishing import Publisher
@@ -73,6 +61,30 @@ from overspill.artifacts.writing.writer import ArtifactWriter
 from overspill.artifacts.writing.writes import NewArtifact
 
 LOW_DISK_BYTES = 16 * 1024 * 1024  # below this, /readyz says not ready
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+class _Forward(Generic[_P, _R]):
+    """``store.NAME`` is ``store.PART.NAME``: an operation the façade only hands to
+    the part that does it is named once, with that part's signature and docstring,
+    instead of a method that repeats both."""
+
+    def __init__(self, part: str, method: Callable[Concatenate[Any, _P], _R]) -> None:
+        self._part = part
+        self._name = method.__name__
+        self.__doc__ = method.__doc__
+
+    @overload
+    def __get__(self, store: None, owner: type[Any]) -> Self: ...
+    @overload
+    def __get__(self, store: object, owner: type[Any]) -> Callable[_P, _R]: ...
+    def __get__(self, store: object | None, owner: type[Any]) -> Self | Callable[_P, _R]:
+        if store is None:
+            return self
+        bound: Callable[_P, _R] = getattr(getattr(store, self._part), self._name)
+        return bound
 
 
 class ArtifactStore:
@@ -116,104 +128,31 @@ class ArtifactStore:
         fields as keywords; never for another owner)."""
         return self.ingest.open_writer(principal, new or NewArtifact(**fields))
 
-    def attach_writer(self, principal: Principal, artifact_id: str, offset: int) -> ArtifactWriter:
-        return self.ingest.attach_writer(principal, artifact_id, offset)
-
-    def end_append(self, writer: ArtifactWriter, offset: int) -> None:
-        self.ingest.end_append(writer, offset)
-
-    def append(
-        self, principal: Principal, artifact_id: str, offset: int, chunks: Iterator[bytes]
-    ) -> ArtifactInfo:
-        return self.ingest.append(principal, artifact_id, offset, chunks)
-
-    def complete(
-        self,
-        principal: Principal,
-        artifact_id: str,
-        *,
-        total_bytes: int | None = None,
-        source_update: dict[str, Any] | None = None,
-        error: str | None = None,
-    ) -> ArtifactInfo:
-        return self.ingest.complete(
-            principal,
-            artifact_id,
-            total_bytes=total_bytes,
-            source_update=source_update,
-            error=error,
-        )
+    attach_writer = _Forward("ingest", Ingest.attach_writer)
+    end_append = _Forward("ingest", Ingest.end_append)
+    append = _Forward("ingest", Ingest.append)
+    complete = _Forward("ingest", Ingest.complete)
 
     # -- metadata and lifecycle (catalog) -----------------------------------------------
 
-    def get(self, principal: Principal, artifact_id: str) -> ArtifactInfo:
-        return self.catalog.get(principal, artifact_id)
-
-    def list(
-        self, principal: Principal, query: ListQuery | None = None, *, with_total: bool = False
-    ) -> ArtifactPage:
-        return self.catalog.list(principal, query, with_total=with_total)
-
-    def delete(
-        self, principal: Principal, artifact_id: str, *, reason: str = "deleted"
-    ) -> ArtifactInfo:
-        return self.catalog.delete(principal, artifact_id, reason=reason)
-
-    def pin(
-        self, principal: Principal, artifact_id: str, reason: str | None = None
-    ) -> ArtifactInfo:
-        return self.catalog.pin(principal, artifact_id, reason)
-
-    def unpin(self, principal: Principal, artifact_id: str) -> ArtifactInfo:
-        return self.catalog.unpin(principal, artifact_id)
-
-    def set_retention(
-        self, principal: Principal, artifact_id: str, retention: int | Forever | None
-    ) -> ArtifactInfo:
-        return self.catalog.set_retention(principal, artifact_id, retention)
-
-    def usage(self, principal: Principal) -> Sequence[dict[str, Any]]:
-        return self.catalog.usage(principal)
-
-    def purge_bytes(self, artifact_id: str) -> int:
-        return self.catalog.purge_bytes(artifact_id)
+    get = _Forward("catalog", Catalog.get)
+    list = _Forward("catalog", Catalog.list)
+    delete = _Forward("catalog", Catalog.delete)
+    pin = _Forward("catalog", Catalog.pin)
+    unpin = _Forward("catalog", Catalog.unpin)
+    set_retention = _Forward("catalog", Catalog.set_retention)
+    usage = _Forward("catalog", Catalog.usage)
+    purge_bytes = _Forward("catalog", Catalog.purge_bytes)
 
     # -- bounded reads (reading) --------------------------------------------------------
 
-    def open_content(self, principal: Principal, artifact_id: str) -> tuple[ArtifactInfo, Content]:
-        return self.reader.open_content(principal, artifact_id)
-
-    def read_bytes(self, principal: Principal, artifact_id: str, start: int, end: int) -> bytes:
-        return self.reader.read_bytes(principal, artifact_id, start, end)
-
-    def text(
-        self, principal: Principal, artifact_id: str, query: TextQuery | None = None
-    ) -> TextWindow:
-        return self.reader.text(principal, artifact_id, query)
-
-    def lines(self, principal: Principal, artifact_id: str, query: LineQuery) -> LineWindow:
-        return self.reader.lines(principal, artifact_id, query)
-
-    def tail(self, principal: Principal, artifact_id: str, query: TailQuery) -> TailWindow:
-        return self.reader.tail(principal, artifact_id, query)
-
-    def grep_lines(
-        self, principal: Principal, artifact_id: str, query: GrepLinesQuery
-    ) -> tuple[ArtifactInfo, Iterator[bytes]]:
-        return self.reader.grep_lines(principal, artifact_id, query)
-
-    def grep(
-        self,
-        principal: Principal,
-        artifact_id: str,
-        query: GrepQuery,
-        *,
-        max_bytes: int | None = None,
-        scan_bytes: int = 256 * 1024 * 1024,
-    ) -> GrepResult:
-        return self.reader.grep(
-            principal, artifact_id, query, max_bytes=max_bytes, scan_bytes=scan_bytes
-        )
+    open_content = _Forward("reader", Reader.open_content)
+    read_bytes = _Forward("reader", Reader.read_bytes)
+    text = _Forward("reader", Reader.text)
+    lines = _Forward("reader", Reader.lines)
+    tail = _Forward("reader", Reader.tail)
+    grep_lines = _Forward("reader", Reader.grep_lines)
+    grep = _Forward("reader", Reader.grep)
 
     # -- the context ledger (ledger) ---------------------------------------------------
 
@@ -234,8 +173,7 @@ class ArtifactStore:
 
     # -- cleanup (sweeper) --------------------------------------------------------------
 
-    def reap_stale_writers(self) -> int:
-        return self.sweeper.reap_stale_writers()
+    reap_stale_writers = _Forward("sweeper", Sweeper.reap_stale_writers)
 
     @property
     def clock(self) -> Clock:

@@ -43,6 +43,8 @@ LINE_WHOLE = 16 * 1024 * 1024
 chunk is gathered first: bounded memory, and ``^(a+)+$`` on an 8 MB line is
 found as GNU grep finds it); a longer one in parts that overlap by OVERLAP."""
 MAX_SPANS = 50
+Spans = list[tuple[int, int]]
+"""Where a pattern matched in a chunk: (start, end) byte offsets."""
 
 
 @dataclass
@@ -220,14 +222,7 @@ class _Grep:
         return past
 
     def short(
-        self,
-        number: int,
-        chunk: bytes,
-        pos: int,
-        ls: int,
-        end: int,
-        le: int,
-        found: list[tuple[int, int]],
+        self, number: int, chunk: bytes, pos: int, ls: int, end: int, le: int, found: Spans
     ) -> int | None:
         """The common case, kept off the general path (no context, a short line
         wholly in this chunk, at ``chunk[ls:end]``, its terminator at ``le``):
