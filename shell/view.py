@@ -110,12 +110,7 @@ READ_WINDOW = 16_000  # bytes a read the model is offered asks for (one answer's
 
 
 def render_lines(
-    data: bytes,
-    base: int,
-    first_line: int,
-    *,
-    line_cap: int,
-    artifact_id: str | None,
+    data: bytes, base: int, first_line: int, *, line_cap: int, artifact_id: str | None
 ) -> Rendered:
     """``data`` (starting at whole-stream ``base``, line ``first_line``) as shown.
     Lines are clipped only when an artifact holds what the clip leaves out."""
@@ -126,12 +121,7 @@ def render_lines(
 
 
 def render_each_line(
-    data: bytes,
-    base: int,
-    first_line: int,
-    *,
-    line_cap: int,
-    artifact_id: str | None,
+    data: bytes, base: int, first_line: int, *, line_cap: int, artifact_id: str | None
 ) -> Rendered:
     """``render_lines`` one line at a time (escapes, controls, clipping). A line
     longer than ``line_cap`` keeps its start and its end -- how a line ends (an

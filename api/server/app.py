@@ -189,23 +189,24 @@ def _offline_docs(app: FastAPI) -> None:
     assets = str(files("fastapi_offline").joinpath("static"))
     app.mount("/docs-assets", StaticFiles(directory=assets), name="docs-assets")
 
+    page: dict[str, Any] = {"openapi_url": "/openapi.json", "title": "overspill API"}
+    at = "/docs-assets/"
+
     @app.get("/docs", include_in_schema=False)
     def docs() -> HTMLResponse:
         return get_swagger_ui_html(
-            openapi_url="/openapi.json",
-            title="overspill API",
-            swagger_js_url="/docs-assets/swagger-ui-bundle.js",
-            swagger_css_url="/docs-assets/swagger-ui.css",
-            swagger_favicon_url="/docs-assets/favicon.png",
+            **page,
+            swagger_js_url=f"{at}swagger-ui-bundle.js",
+            swagger_css_url=f"{at}swagger-ui.css",
+            swagger_favicon_url=f"{at}favicon.png",
         )
 
     @app.get("/redoc", include_in_schema=False)
     def redoc() -> HTMLResponse:
         return get_redoc_html(
-            openapi_url="/openapi.json",
-            title="overspill API",
-            redoc_js_url="/docs-assets/redoc.standalone.js",
-            redoc_favicon_url="/docs-assets/favicon.png",
+            **page,
+            redoc_js_url=f"{at}redoc.standalone.js",
+            redoc_favicon_url=f"{at}favicon.png",
             with_google_fonts=False,
         )
 

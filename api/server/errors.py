@@ -41,6 +41,12 @@ class ErrorBody(BaseModel):
     error: ErrorDetail
 
 
+GONE: dict[int | str, dict[str, Any]] = {
+    410: {"model": ErrorBody, "description": "Expired or deleted"}
+}
+"""The answer a route of one artifact documents for an expired or deleted one."""
+
+
 def error_response(
     status: int, code: str, message: str, headers: dict[str, str] | None = None, **extra: Any
 ) -> JSONResponse:

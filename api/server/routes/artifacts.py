@@ -29,7 +29,7 @@ from overspill.shell.redact.policy import what_was_masked
 from overspill.shell.redact.stream import StreamRedactor
 
 from ..deps import PrincipalDep, RedactionDep, StoreDep
-from ..errors import RESPONSES, ErrorBody
+from ..errors import GONE, RESPONSES, ErrorBody
 
 router = APIRouter(prefix="/v1/artifacts", tags=["artifacts"], responses=RESPONSES)
 log = logging.getLogger(__name__)
@@ -248,11 +248,7 @@ def delete_artifact(artifact_id: ARTIFACT_ID, store: StoreDep, who: PrincipalDep
     return store.delete(who, artifact_id)
 
 
-@router.put(
-    "/{artifact_id}/pin",
-    response_model=ArtifactInfo,
-    responses={410: {"model": ErrorBody, "description": "Expired or deleted"}},
-)
+@router.put("/{artifact_id}/pin", response_model=ArtifactInfo, responses=GONE)
 def pin_artifact(
     artifact_id: ARTIFACT_ID, store: StoreDep, who: PrincipalDep, body: PinRequest | None = None
 ) -> ArtifactInfo:
@@ -266,11 +262,7 @@ def unpin_artifact(artifact_id: ARTIFACT_ID, store: StoreDep, who: PrincipalDep)
     return store.unpin(who, artifact_id)
 
 
-@router.patch(
-    "/{artifact_id}",
-    response_model=ArtifactInfo,
-    responses={410: {"model": ErrorBody, "description": "Expired or deleted"}},
-)
+@router.patch("/{artifact_id}", response_model=ArtifactInfo, responses=GONE)
 def change_retention(
     artifact_id: ARTIFACT_ID, body: RetentionChange, store: StoreDep, who: PrincipalDep
 ) -> ArtifactInfo:

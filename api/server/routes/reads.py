@@ -40,12 +40,19 @@ from ..deps import (
     bearer_secret,
     content_scope,
 )
-from ..errors import RESPONSES, ErrorBody, error_response
+from ..errors import GONE, RESPONSES, ErrorBody, error_response
 from ..limits import LARGE_READ_BYTES
 from ..ranges import RangeNotSatisfiable, parse_range
 from .artifacts import ARTIFACT_ID
 
 router = APIRouter(prefix="/v1/artifacts", tags=["reads"], responses=RESPONSES)
+
+# A read's query string, as its query model (``artifacts.queries``) validates it.
+TextParams = Annotated[TextQuery, Query()]
+LineParams = Annotated[LineQuery, Query()]
+TailParams = Annotated[TailQuery, Query()]
+GrepParams = Annotated[GrepQuery, Query()]
+GrepLinesParams = Annotated[GrepLinesQuery, Query()]
 
 _LIMITED: dict[int | str, dict[str, Any]] = {
     429: {"model": ErrorBody, "description": "Too many expensive reads at once"}
@@ -103,7 +110,7 @@ _INERT = {
         200: {"content": {"application/octet-stream": {}}, "description": "The bytes"},
         206: {"content": {"application/octet-stream": {}}, "description": "A byte range"},
         304: {"description": "ETag matched"},
-        410: {"model": ErrorBody, "description": "Expired or deleted"},
+        **GONE,
         416: {"model": ErrorBody, "description": "Range not satisfiable"},
         **_LIMITED,
     },
@@ -285,17 +292,13 @@ async def _follow(
         release()
 
 
-@router.get(
-    "/{artifact_id}/text",
-    response_model=TextWindow,
-    responses={410: {"model": ErrorBody, "description": "Expired or deleted"}, **_LIMITED},
-)
+@router.get("/{artifact_id}/text", response_model=TextWindow, responses={**GONE, **_LIMITED})
 def read_text(
     artifact_id: ARTIFACT_ID,
     request: Request,
     store: StoreDep,
     who: PrincipalDep,
-    query: Annotated[TextQuery, Query()],
+    query: TextParams,
 ) -> TextWindow:
     """A UTF-8-safe window: never splits a character; `next_offset` continues it."""
     if query.limit <= LARGE_READ_BYTES:
@@ -307,46 +310,25 @@ def read_text(
         release()
 
 
-@router.get(
-    "/{artifact_id}/lines",
-    response_model=LineWindow,
-    responses={410: {"model": ErrorBody, "description": "Expired or deleted"}},
-)
+@router.get("/{artifact_id}/lines", response_model=LineWindow, responses=GONE)
 def read_lines(
-    artifact_id: ARTIFACT_ID,
-    store: StoreDep,
-    who: PrincipalDep,
-    query: Annotated[LineQuery, Query()],
+    artifact_id: ARTIFACT_ID, store: StoreDep, who: PrincipalDep, query: LineParams
 ) -> LineWindow:
     """A page of lines; `next_line` continues it."""
     return store.lines(who, artifact_id, query)
 
 
-@router.get(
-    "/{artifact_id}/tail",
-    response_model=TailWindow,
-    responses={410: {"model": ErrorBody, "description": "Expired or deleted"}},
-)
+@router.get("/{artifact_id}/tail", response_model=TailWindow, responses=GONE)
 def read_tail(
-    artifact_id: ARTIFACT_ID,
-    store: StoreDep,
-    who: PrincipalDep,
-    query: Annotated[TailQuery, Query()],
+    artifact_id: ARTIFACT_ID, store: StoreDep, who: PrincipalDep, query: TailParams
 ) -> TailWindow:
     """The last lines (default 100) or bytes, bounded."""
     return store.tail(who, artifact_id, query)
 
 
-@router.get(
-    "/{artifact_id}/grep",
-    response_model=GrepResult,
-    responses={410: {"model": ErrorBody, "description": "Expired or deleted"}, **_LIMITED},
-)
+@router.get("/{artifact_id}/grep", response_model=GrepResult, responses={**GONE, **_LIMITED})
 def grep_artifact(
-    artifact_id: ARTIFACT_ID,
-    store: StoreDep,
-    who: ExpensiveDep,
-    query: Annotated[GrepQuery, Query()],
+    artifact_id: ARTIFACT_ID, store: StoreDep, who: ExpensiveDep, query: GrepParams
 ) -> Response:
     """Search with RE2 (linear time). `next_offset` resumes a truncated scan."""
     found = store.grep(who, artifact_id, query)
@@ -361,7 +343,7 @@ def grep_artifact(
     response_class=StreamingResponse,
     responses={
         200: {"content": {"text/plain": {}}, "description": "grep -n rows, then a status line"},
-        410: {"model": ErrorBody, "description": "Expired or deleted"},
+        **GONE,
         **_LIMITED,
     },
 )
@@ -370,7 +352,7 @@ def grep_lines(
     request: Request,
     store: StoreDep,
     who: PrincipalDep,
-    query: Annotated[GrepLinesQuery, Query()],
+    query: GrepLinesParams,
 ) -> Response:
     """Every match as ``grep -n`` prints it (``N:line``, ``N-line`` for context,
     ``--`` between groups), streamed, the lines as stored; the last line is a NUL
