@@ -189,18 +189,9 @@ class WriterStream:
         try:
             result = self._writer.close(source_update=source_update, total=total_bytes)
         except OverspillError as exc:  # close never should, but never let it escape
-            return ArtifactRef(
-                id=self._writer.id,
-                state="failed",
-                size_bytes=0,
-                total_bytes=self._writer.total_bytes,
-                sha256=None,
-            ), exc.message
+            failed = ArtifactRef(self._writer.id, "failed", 0, self._writer.total_bytes, None)
+            return failed, exc.message
         ref = ArtifactRef(
-            id=result.id,
-            state=result.state,
-            size_bytes=result.size_bytes,
-            total_bytes=result.total_bytes,
-            sha256=result.sha256,
+            result.id, result.state, result.size_bytes, result.total_bytes, result.sha256
         )
         return ref, result.error

@@ -105,14 +105,9 @@ class Catalog(Part):
             conds.append(Artifact.owner == principal.name)
         elif owner is not None:
             conds.append(Artifact.owner == owner)
-        if session_id is not None:
-            conds.append(Artifact.session_id == session_id)
-        if kind is not None:
-            conds.append(Artifact.kind == kind)
+        conds += Artifact.equal_to(session_id=session_id, kind=kind, spill_path=q.spill_path)
         if min_size is not None:
             conds.append(Artifact.size_bytes >= min_size)
-        if q.spill_path is not None:
-            conds.append(Artifact.spill_path == q.spill_path)
         if created_after is not None:
             conds.append(Artifact.created_at >= created_after)
         if created_before is not None:

@@ -25,6 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.sql.elements import ColumnElement
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -49,6 +50,12 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 class Base(DeclarativeBase):
     type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSON()}
+
+    @classmethod
+    def equal_to(cls, **values: object) -> list[ColumnElement[bool]]:
+        """``column == value`` for each value given that is not None: the filters
+        a listing or a sum takes from its optional arguments, one line for all."""
+        return [getattr(cls, name) == v for name, v in values.items() if v is not None]
 
 
 class Artifact(Base):

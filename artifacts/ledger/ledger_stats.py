@@ -90,12 +90,7 @@ def stats(
     where: list[Any] = [Artifact.id.is_not(None)]
     if since is not None:
         where.append(Artifact.created_at >= since)
-    if owner is not None:
-        where.append(Artifact.owner == owner)
-    if session_id is not None:
-        where.append(Artifact.session_id == session_id)
-    if harness is not None:
-        where.append(Artifact.harness == harness)
+    where += Artifact.equal_to(owner=owner, session_id=session_id, harness=harness)
     cond = and_(*where)
     modelled = Artifact.shown_bytes.is_not(None)
     ui = ReadBack.tool == "ui"
