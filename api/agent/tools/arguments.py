@@ -10,7 +10,12 @@ are refused with a plain sentence instead of being silently ignored or clamped.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    _Q = TypeVar("_Q", bound=BaseModel)
 
 from overspill.artifacts.ids import normalize_artifact_id
 
@@ -36,6 +41,17 @@ def parse_id(value: object) -> str:
             "letters and digits, as printed in the output marker."
         )
     return canonical
+
+
+def query_of(model: type[_Q], arguments: dict[str, Any], **worked_out: Any) -> _Q:
+    """The query a tool call asks for. An argument named as one of the query's
+    fields passes through as it is, so a new option of a read is its field
+    (``artifacts.queries``) and its schema entry, with no line here;
+    ``worked_out`` are the fields the tool sets itself (a clamp, a default of its
+    own, an argument the model knows by another name)."""
+    given = {k: v for k, v in arguments.items() if k in model.model_fields}
+    given.update(worked_out)
+    return model(**given)
 
 
 def check_arguments(tool: str, schema: dict[str, Any], arguments: object) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from overspill.artifacts import bounds as b
 from overspill.artifacts.errors import Gone, OverspillError
 from overspill.artifacts.grep.grep_groups import Groups, Row
 from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, TailQuery, TextQuery
@@ -35,7 +36,7 @@ from .answers import (
     line_span,
     searched_all,
 )
-from .arguments import ToolArgumentError, check_arguments
+from .arguments import ToolArgumentError, check_arguments, query_of
 from .schemas import (
     DEFAULT_CHARS,
     MAX_CHARS,
@@ -204,7 +205,7 @@ class ArtifactTools:
     def _bytes(self, a: dict[str, Any], offset: int, limit: int | None) -> ToolResult:
         art = a["id"]
         w = self._backend.text(
-            art, TextQuery(offset=offset, limit=min(limit or self._max, self._max))
+            art, query_of(TextQuery, a, offset=offset, limit=min(limit or self._max, self._max))
         )
         cap = self._max_lines
         while cap is not None and w.text.count("\n") > cap and w.next_offset > w.offset + 1:
@@ -253,7 +254,8 @@ class ArtifactTools:
         count = a.get("line_count", 200)
         if self._max_lines is not None:
             count = min(count, self._max_lines)
-        w = self._backend.lines(art, LineQuery(start=start, count=count, max_bytes=self._max + 1))
+        query = query_of(LineQuery, a, start=start, count=count, max_bytes=self._max + 1)
+        w = self._backend.lines(art, query)
         if not w.lines:
             head = answers.no_such_line(art, start, w)
             again = call("artifact_read", id=art, start_line=start, line_count=a.get("line_count"))
@@ -298,12 +300,14 @@ class ArtifactTools:
         art = a["id"]
         cap = self._max_lines
         if "tail_bytes" in a:
-            t = self._backend.tail(art, TailQuery(bytes=a["tail_bytes"], max_bytes=self._max))
+            t = self._backend.tail(
+                art, query_of(TailQuery, a, bytes=a["tail_bytes"], max_bytes=self._max)
+            )
             if cap is not None and t.text.count("\n") > cap:  # the client keeps fewer lines
-                t = self._backend.tail(art, TailQuery(lines=cap, max_bytes=self._max))
+                t = self._backend.tail(art, query_of(TailQuery, a, lines=cap, max_bytes=self._max))
         else:
             lines = a["tail_lines"] if cap is None else min(a["tail_lines"], cap)
-            t = self._backend.tail(art, TailQuery(lines=lines, max_bytes=self._max))
+            t = self._backend.tail(art, query_of(TailQuery, a, lines=lines, max_bytes=self._max))
         size = t.size_bytes
         fewer = ""
         whole = t.last_line - (t.line if t.first_line is None else t.line - 1)
@@ -330,13 +334,11 @@ class ArtifactTools:
         how far the search got, why it stopped, and the call that goes on."""
         art = a["id"]
         context = a.get("context", 0)
-        query = GrepQuery(
+        query = query_of(
+            GrepQuery,
+            a,
             pattern=self._grep_pattern(a),
-            ignore_case=a.get("ignore_case", False),
-            fixed=a.get("fixed", False),
-            context=context,
-            max_matches=a.get("max_matches", 50),
-            offset=a.get("offset", 0),
+            max_matches=a.get("max_matches", b.DEFAULT_TOOL_GREP_MATCHES),
         )
         res = self._backend.grep(art, query)
         groups: Groups[Line] = Groups(lambda ln: ln.number, context=context)
