@@ -67,7 +67,8 @@ class BackgroundJob:
         for d in deltas:
             data = d.data[utf8_skip_partial(d.data) :] if d.lossy else d.data
             texts.append(data.decode("utf-8", errors="replace"))
-        from .render import dropped_line, join_streams
+        from .render import join_streams
+        from .wording import dropped_line
 
         body = join_streams(texts[0], texts[1])
         lossy = any(d.lossy for d in deltas)

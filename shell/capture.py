@@ -25,9 +25,9 @@ from .results import ArtifactRef, CollectedOutput
 if TYPE_CHECKING:
     from .failures import FailureMatcher, FailureScan
     from .redact.stream import Manifest, StreamRedactor
+    from .results import StreamView
     from .sink import SinkStream
     from .spill import SpillFile
-    from .view import StreamView
 
 RetentionMode = Literal["tail", "head_tail"]
 

@@ -30,9 +30,9 @@ from .spec import ExecRequest, ExecSpec, resolve
 if TYPE_CHECKING:
     from .background import BackgroundJob
     from .failures import FailureMatcher
+    from .results import StreamView
     from .sink import OutputSink
     from .spill import SpillFile
-    from .view import StreamView
 
 _swept = False
 sweep_thread: threading.Thread | None = None

@@ -25,7 +25,8 @@ from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
 
 from .config import DEFAULT_FAILURE_PATTERNS
 from .failure_literals import LiteralFinder, literal_finder
-from .view import StreamView, clean_line
+from .results import StreamView
+from .view import clean_line
 from .wording import call
 
 MAX_COUNTED = 10_000  # matching lines counted before the count stops

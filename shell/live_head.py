@@ -75,8 +75,9 @@ class LiveHead:
             return bytes(self._tail[len(self._tail) - (self._total - self._written) :])
         from overspill.artifacts.utf8 import utf8_skip_partial
 
-        from .render import truncation_line
-        from .view import DEFAULT_LINE_CAP, StreamView, count_lines, gap_line
+        from .results import StreamView
+        from .view import DEFAULT_LINE_CAP, count_lines
+        from .wording import gap_line, truncation_line
 
         art = out.artifact
         stored = art is not None and art.state != "failed" and not out.storage_error

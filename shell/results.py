@@ -12,6 +12,37 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 
+class StreamView(NamedTuple):
+    """What of one stream is shown, and where it sits in the whole stream (``shell.view``
+    makes it; the marker in ``shell.wording`` says it)."""
+
+    text: str
+    start: int  # first shown byte of the tail (whole-stream offset)
+    end: int  # end of the shown bytes
+    first_line: int  # the line that holds ``start``
+    last_line: int
+    total_lines: int
+    mid_line: bool  # ``start`` is not at a line start
+    head_end: int  # bytes [0, head_end) shown before a gap (head_tail mode), else 0
+    binary: bool = False
+    escapes_removed: bool = False
+    # (line, start, end) of the bytes left out of each clipped line (inside the
+    # shown range, so not shown although between ``start`` and ``end``).
+    clipped: tuple[tuple[int, int, int], ...] = ()
+    # Numbers of the failure-like lines of the part not shown quoted before the tail.
+    quoted: tuple[int, ...] = ()
+    # The whole lines of a head (head_tail mode), and whether it ends inside the next.
+    head_lines: int = 0
+    head_cut_line: bool = False
+    # The most lines the client keeps of an answer, where it cuts by lines: the
+    # call that reads on asks for lines then, not bytes.
+    max_lines: int | None = None
+
+    @property
+    def shown_bytes(self) -> int:
+        return self.head_end + self.end - self.start - sum(e - s for _, s, e in self.clipped)
+
+
 class ArtifactRef(NamedTuple):
     id: str
     state: str

@@ -15,7 +15,8 @@ from typing import NamedTuple
 
 from overspill.artifacts.utf8 import utf8_safe_end, utf8_skip_partial
 
-from .wording import call
+from .results import StreamView
+from .wording import binary_line, clipped_line, gap_line
 
 DEFAULT_LINE_CAP = 2_000
 
@@ -29,34 +30,6 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]"
 def _visible(ch: re.Match[str]) -> str:
     code = ord(ch.group())
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-class StreamView(NamedTuple):
-    text: str
-    start: int  # first shown byte of the tail (whole-stream offset)
-    end: int  # end of the shown bytes
-    first_line: int  # the line that holds ``start``
-    last_line: int
-    total_lines: int
-    mid_line: bool  # ``start`` is not at a line start
-    head_end: int  # bytes [0, head_end) shown before a gap (head_tail mode), else 0
-    binary: bool = False
-    escapes_removed: bool = False
-    # (line, start, end) of the bytes left out of each clipped line (inside the
-    # shown range, so not shown although between ``start`` and ``end``).
-    clipped: tuple[tuple[int, int, int], ...] = ()
-    # Numbers of the failure-like lines of the part not shown quoted before the tail.
-    quoted: tuple[int, ...] = ()
-    # The whole lines of a head (head_tail mode), and whether it ends inside the next.
-    head_lines: int = 0
-    head_cut_line: bool = False
-    # The most lines the client keeps of an answer, where it cuts by lines: the
-    # call that reads on asks for lines then, not bytes.
-    max_lines: int | None = None
-
-    @property
-    def shown_bytes(self) -> int:
-        return self.head_end + self.end - self.start - sum(e - s for _, s, e in self.clipped)
 
 
 class Rendered(NamedTuple):
@@ -101,14 +74,6 @@ def _plain(data: bytes, line_cap: int | None) -> str | None:
     return None if _CONTROL.search(text) else text
 
 
-def hex_call(artifact_id: str, offset: int) -> str:
-    """The call that shows bytes from ``offset`` as a hex dump (for binary output)."""
-    return call("artifact_read", id=artifact_id, offset=offset, hex=True)
-
-
-READ_WINDOW = 16_000  # bytes a read the model is offered asks for (one answer's worth)
-
-
 def render_lines(
     data: bytes, base: int, first_line: int, *, line_cap: int, artifact_id: str | None
 ) -> Rendered:
@@ -144,16 +109,8 @@ def render_each_line(
             first, r1 = clean_line(raw[:head])
             last, r2 = clean_line(raw[tail:])
             gap_start, gap_end = base + pos + head, base + pos + tail
-            read = call(
-                "artifact_read",
-                id=artifact_id,
-                offset=gap_start,
-                limit=min(READ_WINDOW, gap_end - gap_start),
-            )
-            text = (
-                f"{first} … [line {number} clipped: {len(raw)} bytes; bytes {gap_start}-"
-                f"{gap_end} not shown; read them: {read}] … {last}"
-            )
+            clip = clipped_line(number, len(raw), gap_start, gap_end, artifact_id)
+            text = f"{first} … {clip} … {last}"
             clipped.append((number, gap_start, gap_end))
             r = r1 or r2
         else:
@@ -243,18 +200,6 @@ def _after_newlines(data: bytes, n: int) -> int:
     return pos + 1
 
 
-def gap_line(head_end: int, start: int, artifact_id: str | None) -> str:
-    """The line between a head and a tail: which bytes are not shown, and the
-    call that reads them where an artifact holds them."""
-    gap = f"[... bytes {head_end}-{start} not shown ({start - head_end} bytes)"
-    if artifact_id is not None:
-        gap += f"; read them: {call('artifact_read', id=artifact_id, offset=head_end)}"
-    return gap + " ...]"
-
-
 def _binary(total: int, total_lines: int, artifact_id: str) -> StreamView:
-    text = (
-        f"[binary output: {total} bytes, not shown; stored as artifact {artifact_id}; "
-        f"see them as hex: {hex_call(artifact_id, 0)}]"
-    )
+    text = binary_line(total, artifact_id)
     return StreamView(text, total, total, total_lines, total_lines, total_lines, False, 0, True)

@@ -18,7 +18,7 @@ from overspill.artifacts.queries import LineQuery, ListQuery, TailQuery
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell import ExecRequest, Executor, ShellSettings, SpawnError, StoreSink
 from overspill.shell.deferred import DeferredSink
-from tests.helpers import ALICE
+from tests.helpers import ALICE, wait_until
 
 FAST = dict(grace_ms=300, legacy_spill=True)
 
@@ -415,13 +415,19 @@ def test_several_run_arguments_are_quoted_back_into_one_command(tmp_path: Path) 
 # -- a store that is slow to open (DeferredSink) ----------------------------------------
 
 
-def test_output_keeps_flowing_while_the_store_is_slow_to_open(store: ArtifactStore) -> None:
+def test_output_keeps_flowing_while_the_store_is_slow_to_open(
+    store: ArtifactStore, tmp_path: Path
+) -> None:
     """The child never waits for storage to open: its bytes go to the spool and are
-    replayed into the artifact, byte-exact, once the store is there."""
+    replayed into the artifact, byte-exact, once the store is there. The store
+    opens only once the command has ended (or after a minute): a pump that waited
+    for it would hold the command, and the store would open first."""
     opened_at: list[float] = []
+    ended_file = tmp_path / "ended"
 
     def slow_build() -> StoreSink:
-        time.sleep(1.5)
+        wait_until(ended_file.exists, timeout=60)
+        time.sleep(0.2)
         opened_at.append(time.time())
         return StoreSink(store, ALICE)
 
@@ -431,10 +437,9 @@ def test_output_keeps_flowing_while_the_store_is_slow_to_open(store: ArtifactSto
     )
     # ~10 MB, several times the pipe's capacity: a pump waiting for the store
     # would hold the command until the store opened.
-    script = "seq 1 1500000; date +%s.%N > ended"
-    with tempfile.TemporaryDirectory() as d:
-        r = ex.run(ExecRequest(command=script, workdir=d))
-        ended = float(Path(d, "ended").read_text())
+    script = f"seq 1 1500000; date +%s.%N > {ended_file}.tmp; mv {ended_file}.tmp {ended_file}"
+    r = ex.run(ExecRequest(command=script, workdir=str(tmp_path)))
+    ended = float(ended_file.read_text())
     assert ended < opened_at[0], "the command waited for the store to open"
     art = r.stdout.artifact
     assert art is not None and art.state == "complete"

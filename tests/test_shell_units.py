@@ -19,11 +19,12 @@ from overspill.shell import spill as spill_mod
 from overspill.shell.capture import OutputCollector
 from overspill.shell.config import ShellSettings
 from overspill.shell.environment import child_environment
-from overspill.shell.render import parse_exit_status, render_result, stream_text, truncation_line
-from overspill.shell.results import ArtifactRef, CollectedOutput
+from overspill.shell.render import parse_exit_status, render_result, stream_text
+from overspill.shell.results import ArtifactRef, CollectedOutput, StreamView
 from overspill.shell.spec import ExecRequest, InvalidRequest, resolve
 from overspill.shell.spill import SpillFile, sweep_old_spill_files
-from overspill.shell.view import StreamView, stream_view
+from overspill.shell.view import stream_view
+from overspill.shell.wording import truncation_line
 
 # -- defaults, caps, validation ---------------------------------------------------------
 

@@ -14,10 +14,10 @@ from typing import Any
 from overspill.api.agent.tools import ToolResult
 from overspill.api.agent.tools.arguments import ToolArgumentError, check_arguments
 from overspill.api.agent.tools.schemas import BASH_DEFINITIONS
-from overspill.shell import ExecRequest, ExecResult, Executor, InvalidRequest, SpawnError
+from overspill.shell import ExecRequest, ExecResult, Executor, InvalidRequest, SpawnError, wording
 from overspill.shell.background import BackgroundJob
 from overspill.shell.render import result_markers
-from overspill.shell.wording import call, tool_error
+from overspill.shell.wording import tool_error
 
 
 class BashTools:
@@ -64,12 +64,9 @@ class BashTools:
             with self._lock:
                 job_id = f"bash_{next(self._numbers)}"
                 self._jobs[job_id] = job
-            text = (
-                f"started background job {job_id}\n"
-                f"[read its output: {call('bash_output', job_id=job_id)}; stop it: "
-                f"{call('bash_kill', job_id=job_id)}]"
+            return ToolResult(
+                wording.job_started(job_id), data={"job_id": job_id, "run_id": job.run_id}
             )
-            return ToolResult(text, data={"job_id": job_id, "run_id": job.run_id})
         result = self._executor.run(request, abort=abort)
         return ToolResult(result.text, data=_structured(result))
 
@@ -88,14 +85,12 @@ class BashTools:
         text = read.text or "(no new output)"
         data: dict[str, Any] = {"job_id": job_id, "running": read.running, "lossy": read.lossy}
         if read.running:
-            text += (
-                f"\n[job {job_id} is still running; read on: {call('bash_output', job_id=job_id)}]"
-            )
+            text += "\n" + wording.job_running(job_id)
         else:
             final = job.wait(timeout=5)
             if final is not None:
                 markers = result_markers(final)
-                text += "\n".join([f"\n[job {job_id} has ended]", *markers])
+                text += "\n".join(["\n" + wording.job_ended(job_id), *markers])
                 data.update(_structured(final))
         return ToolResult(text, data=data)
 
@@ -104,10 +99,7 @@ class BashTools:
         job = self._job(job_id)
         signalled = job.kill()
         final = job.wait(timeout=30)
-        what = "stopped" if signalled else "had already ended"
-        text = f"job {job_id} {what}"
-        if final is not None:
-            text += f"\n[its output: {call('bash_output', job_id=job_id)}]"
+        text = wording.job_stopped(job_id, signalled, final is not None)
         return ToolResult(text, data={"job_id": job_id, "signalled": signalled})
 
     def close(self) -> None:

@@ -221,10 +221,9 @@ def tail_view(
     """A stored output as ``overspill run`` shows a stream that overflowed: the
     last ``window`` bytes (at most ``max_lines`` lines) from a line start, then
     the truncation line."""
-    from overspill.shell.render import truncation_line
     from overspill.shell.results import ArtifactRef, CollectedOutput
     from overspill.shell.view import stream_view
-    from overspill.shell.wording import redaction_summary
+    from overspill.shell.wording import redaction_summary, truncation_line
 
     size = int(info["size_bytes"])
     start = max(0, size - window)

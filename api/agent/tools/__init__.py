@@ -1,8 +1,8 @@
 """Model-facing tools: the table of their names, schemas and annotations
 (``schemas``, standard library only, so a server can list them before loading
 anything else), handlers (``handlers``: argument rules, the read, the answer)
-and the tools' own answer parts (``answers``); the sentences every surface shares
-are in ``shell.wording``. They work over any ``StoreClient``: the store in-process,
+and the search answer (``search``); every sentence of their answers is in
+``shell.wording``. They work over any ``StoreClient``: the store in-process,
 or a server through the HTTP client.
 
 The handlers load on first use: importing this package for the table costs

@@ -1,7 +1,7 @@
 """The artifact tools' handlers: ``ArtifactTools.handle(name, arguments)`` checks
 the arguments against the schema it published, runs the read through a
 ``StoreClient`` (the store in this process, or a server) and puts the answer
-together from the sentences of ``answers``.
+together from the sentences of ``shell.wording``.
 
 Every answer says exactly what it shows (bytes and lines), whether the reader
 has now seen the end of the *output* (not only of what is stored: a capped or
@@ -9,8 +9,8 @@ failed artifact holds less than was produced), and the exact call that
 continues it, written as ``tool {JSON}`` so it works when copied.
 
 The handlers decide what to read and in which bounds; every sentence of the
-answers is in ``answers`` (the tools' own) or ``shell.wording`` (shared with
-every surface). About 530 lines because the tools share one class, its
+answers is in ``shell.wording``, with every other sentence a model reads.
+About 530 lines because the tools share one class, its
 composing helpers and its argument checks: apart, each tool would re-import
 them.
 """
@@ -24,18 +24,22 @@ from overspill.artifacts.errors import Gone, OverspillError
 from overspill.artifacts.grep.grep_groups import Groups, Row
 from overspill.artifacts.queries import GrepQuery, LineQuery, ListQuery, TailQuery, TextQuery
 from overspill.artifacts.records import ArtifactInfo, Line, Window
-from overspill.shell.wording import call, count, end_of_stored, redaction_note, tool_error
-
-from ...client.api import StoreClient
-from . import answers
-from .answers import (
+from overspill.shell import wording
+from overspill.shell.wording import (
+    call,
+    count,
     data,
     end_of,
+    end_of_stored,
     grep_row,
     info_coverage,
     line_span,
+    redaction_note,
     searched_all,
+    tool_error,
 )
+
+from ...client.api import StoreClient
 from .arguments import ToolArgumentError, check_arguments, query_of
 from .schemas import (
     DEFAULT_CHARS,
@@ -214,10 +218,10 @@ class ArtifactTools:
             fewer = TextQuery(offset=offset, limit=min(kept, w.next_offset - w.offset - 1))
             w = self._backend.text(art, fewer)
         lines = line_span(w.first_line, w.last_line, w.text, w.next_offset, w.size_bytes)
-        head = answers.window_head(art, w, lines)
+        head = wording.window_head(art, w, lines)
         nxt = {"id": art, "offset": w.next_offset, "limit": limit}
         if not w.eof:
-            foot = answers.continue_with(call("artifact_read", **nxt))
+            foot = wording.continue_with(call("artifact_read", **nxt))
         else:
             foot = end_of(w, call("artifact_read", **nxt))
         return ToolResult(f"{head}\n{w.text}\n{foot}", data=data(w, w.offset, w.next_offset))
@@ -235,10 +239,10 @@ class ArtifactTools:
         end = min(size, start + min(limit or room, room))
         raw = b"".join(self._backend.iter_content(art, start, end)) if end > start else b""
         rows = [_hex_row(start + i, raw[i : i + 16]) for i in range(0, len(raw), 16)]
-        head = answers.hex_head(art, start, end, info)
+        head = wording.hex_head(art, start, end, info)
         nxt = {"id": art, "offset": end, "limit": limit, "hex": True}
         if end < size:
-            foot = answers.continue_with(call("artifact_read", **nxt))
+            foot = wording.continue_with(call("artifact_read", **nxt))
         else:
             foot = end_of_stored(
                 info.state, size, info.total_bytes, info.error, call("artifact_read", **nxt)
@@ -257,7 +261,7 @@ class ArtifactTools:
         query = query_of(LineQuery, a, start=start, count=count, max_bytes=self._max + 1)
         w = self._backend.lines(art, query)
         if not w.lines:
-            head = answers.no_such_line(art, start, w)
+            head = wording.no_such_line(art, start, w)
             again = call("artifact_read", id=art, start_line=start, line_count=a.get("line_count"))
             return ToolResult(
                 head + ("\n" + end_of(w, again) if w.state == "writing" else ""),
@@ -276,24 +280,24 @@ class ArtifactTools:
             return self._long_line(a, w.lines[0], ends[0], w)
         last = shown[-1].number
         end_offset = ends[len(shown) - 1]
-        head = answers.lines_head(art, start, last, w, shown[0].offset, end_offset)
+        head = wording.lines_head(art, start, last, w, shown[0].offset, end_offset)
         body = "\n".join(ln.text for ln in shown)
         nxt = call("artifact_read", id=art, start_line=last + 1, line_count=a.get("line_count"))
         if end_offset >= w.size_bytes:
             foot = end_of(w, nxt)
         else:
-            foot = answers.continue_with(nxt)
+            foot = wording.continue_with(nxt)
         return ToolResult(f"{head}\n{body}\n{foot}", data=data(w, shown[0].offset, end_offset))
 
     def _long_line(self, a: dict[str, Any], line: Line, end: int, lw: Window) -> ToolResult:
         art = a["id"]
         w = self._backend.text(art, TextQuery(offset=line.offset, limit=self._max))
-        head = answers.long_line_head(art, line, end, w)
+        head = wording.long_line_head(art, line, end, w)
         rest = call("artifact_read", id=art, offset=w.next_offset)
         following = call(
             "artifact_read", id=art, start_line=line.number + 1, line_count=a.get("line_count")
         )
-        foot = answers.long_line_foot(rest, following)
+        foot = wording.long_line_foot(rest, following)
         return ToolResult(f"{head}\n{w.text}\n{foot}", data=data(w, w.offset, w.next_offset))
 
     def _tail(self, a: dict[str, Any]) -> ToolResult:
@@ -315,13 +319,13 @@ class ArtifactTools:
             within = f"{self._max} bytes"
             if cap is not None and whole >= cap:
                 within = f"the {cap} lines one answer of this client holds"
-            fewer = answers.tail_fewer(a["tail_lines"], whole, within)
-        head = answers.tail_head(art, t, fewer)
+            fewer = wording.tail_fewer(a["tail_lines"], whole, within)
+        head = wording.tail_head(art, t, fewer)
         if t.offset > 0:
             earlier = call("artifact_read", id=art, offset=0)
             before = max(0, t.offset - self._max)
             just_before = call("artifact_read", id=art, offset=before, limit=t.offset - before)
-            foot = answers.tail_foot(t, earlier, just_before)
+            foot = wording.tail_foot(t, earlier, just_before)
         else:
             foot = end_of(t, call("artifact_read", id=art, offset=size))
         return ToolResult(f"{head}\n{t.text}\n{foot}", data=data(t, t.offset, size))
@@ -376,14 +380,14 @@ class ArtifactTools:
             unseen = [ln for ln in nxt.before if ln.number > last]
             resume = unseen[0].offset if unseen else nxt.line.offset
             again_at = call("artifact_grep", **again, offset=resume)
-            foot = answers.grep_full(found, res.scanned_from, resume, again_at)
+            foot = wording.grep_full(found, res.scanned_from, resume, again_at)
         elif res.truncated:
             why = _STOPPED.get(res.stopped or "", "the search stopped there")
             again_at = call("artifact_grep", **again, offset=res.next_offset)
-            foot = answers.grep_stopped(found, res.scanned_from, res.next_offset, why, again_at)
+            foot = wording.grep_stopped(found, res.scanned_from, res.next_offset, why, again_at)
         else:
             done = searched_all(res, call("artifact_grep", **again, offset=res.next_offset))
-            foot = answers.grep_done(found, res.scanned_from, res.next_offset, done)
+            foot = wording.grep_done(found, res.scanned_from, res.next_offset, done)
         facts = {**data(res, res.scanned_from, res.next_offset), "matches": shown}
         return ToolResult(body + foot, data=facts)
 
@@ -466,7 +470,7 @@ class ArtifactTools:
         sibling = self._sibling(i)
         if sibling:
             rows.append(f"other stream of the same run: {sibling}")
-        rows.append(answers.info_reads(i.id))
+        rows.append(wording.info_reads(i.id))
         return ToolResult("\n".join(rows), data={"id": i.id, "state": i.state})
 
     def _sibling(self, i: ArtifactInfo) -> str | None:
@@ -499,9 +503,9 @@ class ArtifactTools:
             also = call("artifact_list", all_sessions=a.get("all_sessions"), include_gone=True)
             more_gone = f"; {count(hidden, 'deleted or expired output')} not listed: {also}"
         if not page.items:
-            return ToolResult(answers.list_empty(scope, more_gone), data={"items": []})
+            return ToolResult(wording.list_empty(scope, more_gone), data={"items": []})
         noun = "outputs" if gone else "stored outputs"
-        rows = [answers.list_head(len(page.items), noun, scope, more_gone)]
+        rows = [wording.list_head(len(page.items), noun, scope, more_gone)]
         by_run: dict[str, list[ArtifactInfo]] = {}
         for i in page.items:
             if i.source.get("run_id"):
@@ -515,9 +519,9 @@ class ArtifactTools:
                 "limit": a.get("limit"),
                 "cursor": page.next_cursor,
             }
-            rows.append(answers.list_more(call("artifact_list", **more)))
+            rows.append(wording.list_more(call("artifact_list", **more)))
         else:
-            rows.append(answers.LIST_END)
+            rows.append(wording.LIST_END)
         return ToolResult("\n".join(rows), data={"items": [i.id for i in page.items]})
 
     def _save(self, a: dict[str, Any]) -> ToolResult:
@@ -530,5 +534,5 @@ class ArtifactTools:
         )
         if saved.id is None:
             return ToolResult(tool_error(saved.error or "storage failed"), True)
-        head = answers.saved_head(saved.id, saved.bytes, saved.lines, saved.retrieval_hint)
+        head = wording.saved_head(saved.id, saved.bytes, saved.lines, saved.retrieval_hint)
         return ToolResult(f"{head}\n{saved.preview}", data=saved.model_dump(mode="json"))

@@ -12,10 +12,10 @@ from typing import Any
 
 from overspill.artifacts.queries import SearchQuery
 from overspill.artifacts.reading.search import resume_cursor
-from overspill.shell.wording import call, count
+from overspill.shell import wording
+from overspill.shell.wording import call, count, grep_row
 
 from ...client.api import StoreClient
-from .answers import grep_row
 
 
 def search_answer(
@@ -53,26 +53,22 @@ def search_answer(
         if resume is not None:
             break
     found = count(shown, "matching line", "matching lines")
-    outputs = count(res.artifacts_searched, "output")
     scope = "all your sessions" if a.get("all_sessions") or not session_id else ("this session")
-    searched_ = f"{outputs} of {scope} searched ({count(res.bytes_searched, 'byte')})"
+    searched_ = wording.outputs_searched(res.artifacts_searched, scope, res.bytes_searched)
     if resume is not None:
-        foot = f"[{found} shown; the answer is full; continue: "
-        foot += f"{call('artifact_search', **again, cursor=resume)}]"
+        foot = wording.search_full(found, call("artifact_search", **again, cursor=resume))
     elif res.next_cursor is not None:
         why = (
             "max_matches reached"
             if res.stopped == "max_matches"
             else ("the search read as much as one call may")
         )
-        foot = (
-            f"[{found}; {searched_}, stopped in {res.resume_artifact} at byte "
-            f"{res.resume_offset}: {why}; continue: "
-            f"{call('artifact_search', **again, cursor=res.next_cursor)}]"
-        )
+        again_call = call("artifact_search", **again, cursor=res.next_cursor)
+        where = f"{res.resume_artifact} at byte {res.resume_offset}"
+        foot = wording.search_stopped(found, searched_, where, why, again_call)
     else:
-        foot = f"[{found}; {searched_}; every output searched to its end]"
+        foot = wording.search_done(found, searched_)
     if not shown and res.next_cursor is None:
-        foot = f"[no matching line; {searched_}; every output searched to its end]"
+        foot = wording.search_done(None, searched_)
     facts = {"matches": shown, "outputs_searched": res.artifacts_searched}
     return "".join(out) + foot, facts
