@@ -18,8 +18,6 @@ from collections.abc import Mapping
 from functools import partial
 
 from overspill.shell.capture import Echo
-from overspill.shell.results import CollectedOutput, ExecResult
-from overspill.shell.wording import MASKED
 
 # Set by the harnesses in their commands' environment (Claude Code; Gemini CLI,
 # which runs commands on a pty; Codex 0.171 sets CODEX_THREAD_ID and CODEX_CI, seen
@@ -60,28 +58,3 @@ class LiveTerminal:
             self._broken.add(fd)
             return
         self.ended_line = chunk[-1] == 10
-
-
-def trailer(result: ExecResult, markers: list[str]) -> str:
-    """What follows the live output: per stream that was cut from the model's
-    view, its size and where the whole is; then the exit markers."""
-    lines = [
-        _stream_line(name, out)
-        for name, out in (("stdout", result.stdout), ("stderr", result.stderr))
-    ]
-    return "\n".join([line for line in lines if line] + markers)
-
-
-def _stream_line(name: str, out: CollectedOutput) -> str | None:
-    said: list[str] = []
-    if out.redacted:
-        said.append(f"{out.redacted}, {MASKED}")
-    if out.truncated:
-        art = out.artifact
-        if out.storage_error or art is None or art.state == "failed":
-            reason = (out.storage_error or "no store").splitlines()[0]
-            said.append(f"{out.total_bytes} bytes; not stored: {reason}")
-        else:
-            said.append(f"{out.total_bytes} bytes, stored whole as artifact {art.id}")
-            said.append(f"read it again: overspill cat {art.id}")
-    return f"[{name}: {'; '.join(said)}]" if said else None

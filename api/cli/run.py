@@ -102,7 +102,9 @@ def cmd_run(ctx: CliContext, args: argparse.Namespace) -> int:
         # Seen already as it came: what is left to say is where the rest is.
         from overspill.shell.render import result_markers
 
-        if text := live.trailer(result, result_markers(result)):
+        from .text import trailer
+
+        if text := trailer(result, result_markers(result)):
             sys.stdout.write(("" if terminal.ended_line else "\n") + text + "\n")
     else:
         # The text, ended as a line, so that what a terminal, a log or a model's

@@ -1,11 +1,17 @@
-"""Words and columns for people: times, exit statuses, the terminal's width."""
+"""The terminal's words and columns: times, exit statuses, the width, tables, and
+the trailer a live ``run`` ends with. What a model reads is ``shell.wording``'s."""
 
 from __future__ import annotations
 
 import os
 import sys
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from overspill.shell.wording import MASKED
+
+if TYPE_CHECKING:
+    from overspill.shell.results import CollectedOutput, ExecResult
 
 
 def time_of(value: str | None) -> datetime | None:
@@ -56,3 +62,28 @@ def table(rows: list[list[str]], *, right: frozenset[int] = frozenset()) -> list
         cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in pairs]
         lines.append(" ".join([*cells, r[-1]]).rstrip())
     return lines
+
+
+def trailer(result: ExecResult, markers: list[str]) -> str:
+    """What follows the live output: per stream that was cut from the model's
+    view, its size and where the whole is; then the exit markers."""
+    lines = [
+        _stream_line(name, out)
+        for name, out in (("stdout", result.stdout), ("stderr", result.stderr))
+    ]
+    return "\n".join([line for line in lines if line] + markers)
+
+
+def _stream_line(name: str, out: CollectedOutput) -> str | None:
+    said: list[str] = []
+    if out.redacted:
+        said.append(f"{out.redacted}, {MASKED}")
+    if out.truncated:
+        art = out.artifact
+        if out.storage_error or art is None or art.state == "failed":
+            reason = (out.storage_error or "no store").splitlines()[0]
+            said.append(f"{out.total_bytes} bytes; not stored: {reason}")
+        else:
+            said.append(f"{out.total_bytes} bytes, stored whole as artifact {art.id}")
+            said.append(f"read it again: overspill cat {art.id}")
+    return f"[{name}: {'; '.join(said)}]" if said else None
