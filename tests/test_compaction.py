@@ -10,6 +10,7 @@ import os
 import random
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -335,3 +336,110 @@ def test_the_frame_cache_keeps_the_most_recent_frames_within_its_bytes() -> None
     assert cache.size <= 10
     cache.put(("big", 0), b"x" * 11)  # larger than the whole cache: not kept
     assert cache.get(("big", 0)) is None
+
+
+@contextmanager
+def _segment_queries(store: ArtifactStore) -> Iterator[list[str]]:
+    """The SQL statements that select segment rows, as they run."""
+    from sqlalchemy import event
+
+    seen: list[str] = []
+
+    def note(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if "FROM segments" in statement:
+            seen.append(statement)
+
+    event.listen(store.engine, "before_cursor_execute", note)
+    try:
+        yield seen
+    finally:
+        event.remove(store.engine, "before_cursor_execute", note)
+
+
+def test_a_read_again_of_an_output_asks_the_database_for_no_segment_rows(
+    store: ArtifactStore,
+) -> None:
+    """The process keeps each artifact's few segment rows (``ROWS``): the model's
+    second read of an output plans from them, not from a query, and reads the
+    same bytes, raw and compacted."""
+    from overspill.artifacts.stored.frame_cache import clear_read_caches
+
+    data = _log(40_000)
+    artifact_id = write_artifact(store, data)
+    for compacted in (False, True):
+        if compacted:
+            assert store.compactor.compact(artifact_id)
+        clear_read_caches()
+        before = _reads(store, artifact_id)
+        with _segment_queries(store) as queries:
+            assert _reads(store, artifact_id) == before
+        assert queries == []
+        assert b"".join(before[0]) == b"".join(data[a:b] for a, b in _spans(store, artifact_id))
+
+
+def _spans(store: ArtifactStore, artifact_id: str) -> list[tuple[int, int]]:
+    size = store.get(ALICE, artifact_id).size_bytes
+    rng = random.Random(7)
+    spans = [(0, 1), (FRAME_BYTES - 5, FRAME_BYTES + 5), (size - 3, size)]
+    return spans + [(a, a + rng.randrange(1, 70_000)) for a in rng.sample(range(size), 8)]
+
+
+def test_rows_kept_from_before_a_compaction_still_read_the_same_bytes(
+    store: ArtifactStore,
+) -> None:
+    """A compaction changes no bytes and, in this process, no version of the row
+    the kept rows are keyed by (the stored size does): either way a read after it
+    gives what was printed, from the new rows once the old blobs are gone."""
+    data = _log(40_000, seed=3)
+    artifact_id = write_artifact(store, data)
+
+    def whole() -> bytes:
+        return b"".join(store.open_content(ALICE, artifact_id)[1].iter_range(0, len(data)))
+
+    assert whole() == data
+    assert store.compactor.compact(artifact_id)
+    assert whole() == data
+    assert store.tail(ALICE, artifact_id, TailQuery(lines=3)).text.encode() == b"".join(
+        data.splitlines(keepends=True)[-3:]
+    )
+
+
+def test_a_stale_kept_row_whose_blob_is_gone_is_dropped_and_read_again(
+    store: ArtifactStore,
+) -> None:
+    """Rows kept under the version a read still sees, naming blobs a rewrite has
+    removed: the read drops them and plans from the database, once."""
+    from overspill.artifacts.stored.frame_cache import ROWS
+
+    data = _log(40_000, seed=4)
+    artifact_id = write_artifact(store, data)
+    info = store.get(ALICE, artifact_id)
+    content = store.reader.content(info)
+    content.read(0, 10)  # kept: the raw segments' rows
+    version = (info.size_bytes, (info.updated_at, info.stored_bytes, info.compressed))
+    stale = ROWS.get(artifact_id, version)
+    assert stale is not None
+    assert store.compactor.compact(artifact_id)
+    ROWS.put(artifact_id, version, stale)  # as if this process kept them past it
+    again = store.reader.content(info)  # a read with the old row's version
+    assert again.read(0, len(data)) == data
+    assert ROWS.get(artifact_id, version) != stale
+
+
+def test_the_row_cache_keeps_the_most_recent_lists_within_its_rows() -> None:
+    from overspill.artifacts.stored.frame_cache import RowCache
+
+    cache: RowCache[int] = RowCache(capacity=10)
+    for i in range(5):
+        cache.put(f"a{i}", 1, [i, i, i])
+    assert cache.size == 9 and cache.get("a0", 1) is None and cache.get("a4", 1) == [4, 4, 4]
+    assert cache.get("a4", 2) is None  # another version of the row: not these rows
+    cache.get("a2", 1)
+    cache.put("a9", 1, [9, 9])
+    assert cache.get("a2", 1) == [2, 2, 2] and cache.get("a3", 1) is None
+    cache.put("a9", 2, [9])  # a new version replaces the old
+    assert cache.get("a9", 1) is None and cache.size <= 10
+    cache.put("big", 1, list(range(11)))
+    assert cache.get("big", 1) is None
+    cache.drop("a2")
+    assert cache.get("a2", 1) is None

@@ -143,9 +143,9 @@ def _give_memory_back() -> None:
     frames kept for the next read go too."""
     import gc
 
-    from overspill.artifacts.stored.frame_cache import FRAMES
+    from overspill.artifacts.stored.frame_cache import clear_read_caches
 
-    FRAMES.clear()
+    clear_read_caches()
     gc.collect()
     try:
         import ctypes

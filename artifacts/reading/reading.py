@@ -77,7 +77,12 @@ class Reader(Part):
                 return exc
             return StorageUnavailable(f"artifact {info.id}: a stored segment is missing")
 
-        return Content(self._ctx.db, self.blobs, info.id, info.size_bytes, info.line_count, missing)
+        # What the row says of the bytes: a rewrite that changes them is a new
+        # version, so no read shares rows another version left (``ROWS``).
+        version = (info.updated_at, info.stored_bytes, info.compressed)
+        return Content(
+            self._ctx.db, self.blobs, info.id, info.size_bytes, info.line_count, missing, version
+        )
 
     def open_content(self, principal: Principal, artifact_id: str) -> tuple[ArtifactInfo, Content]:
         """Metadata and a stable byte view of what is stored now (streaming downloads)."""

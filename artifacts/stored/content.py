@@ -11,11 +11,11 @@ its line index share one cache of segments and decoded frames.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from itertools import chain
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Row, Select, select
 from sqlalchemy.orm import Session
@@ -25,7 +25,7 @@ from overspill.artifacts.blobs.keys import segment_key_base
 from overspill.artifacts.db.models import Segment
 from overspill.artifacts.db.unit import Database
 from overspill.artifacts.errors import InvalidRange
-from overspill.artifacts.stored.frame_cache import FRAMES
+from overspill.artifacts.stored.frame_cache import FRAMES, ROWS
 from overspill.artifacts.stored.frames import FRAME_BYTES, decode
 
 PLANNED = 4096
@@ -71,6 +71,7 @@ class Content:
         size: int,
         line_count: int,
         on_missing: Callable[[], Exception],
+        version: Hashable | None = None,
     ) -> None:
         self._db = db
         self._blobs = blobs
@@ -80,6 +81,9 @@ class Content:
         # Called when a segment vanished under us: the store re-checks the row and
         # returns the right error (usually Gone, because a delete raced this read).
         self._on_missing = on_missing
+        # What the artifact's row said of its bytes when this read began (None: a
+        # read that does not share rows with others, such as a compaction's own).
+        self._version = version
         self._few: list[SegmentRef] | None = None
         self._looked = False
         # The last frames decoded: a tail or a line lookup reads the same frame
@@ -133,6 +137,11 @@ class Content:
         query costs more than the bytes it finds."""
         if not self._looked:
             self._looked = True
+            if self._version is not None:
+                kept = ROWS.get(self.artifact_id, (self.size, self._version))
+                if kept is not None:
+                    self._few = cast(list[SegmentRef], kept)
+                    return self._few
             with self._database().read() as s:
                 rows = s.execute(
                     _columns()
@@ -142,6 +151,8 @@ class Content:
                 ).all()
             if len(rows) <= _few(self.size):
                 self._few = [_ref(r) for r in rows]
+                if self._version is not None:
+                    ROWS.put(self.artifact_id, (self.size, self._version), self._few)
         return self._few
 
     def _segment_at(self, offset: int) -> SegmentRef | None:
@@ -255,6 +266,7 @@ class Content:
                 if replanned:
                     raise self._on_missing() from None
                 replanned = True
+                ROWS.drop(self.artifact_id)
                 self._few, self._looked, self._page = None, False, []
                 segments = self._segments_from(pos)
 
@@ -293,8 +305,7 @@ class Content:
                     at = seg.blob_offset - base
                     packed = stored[at : at + (seg.stored_size or 0)]
                     frame = decode(seg.codec, packed, seg.size, upto)
-                    if len(frame) == seg.size:
-                        FRAMES.put(where, frame)
+                    FRAMES.put(where, frame)  # whole, or the start a window needed
                     self._keep(where, frame)
                 elif where not in self._decoded:
                     self._keep(where, frame)

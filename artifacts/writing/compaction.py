@@ -58,7 +58,7 @@ from overspill.artifacts.newlines import count_newlines
 from overspill.artifacts.records import GONE_STATES
 from overspill.artifacts.stored.blob_refs import lock_origins, named
 from overspill.artifacts.stored.content import Content
-from overspill.artifacts.stored.frame_cache import FRAMES
+from overspill.artifacts.stored.frame_cache import clear_read_caches
 from overspill.artifacts.stored.frames import FRAME_BYTES, encode
 
 Transform = Callable[[Iterator[bytes]], Iterator[bytes]]
@@ -180,7 +180,7 @@ class Compactor(Part):
                 artifact_id, CompactionReport(), transform, scrub=(actor, audit_details)
             )
         finally:
-            FRAMES.clear()
+            clear_read_caches()
 
     def rehome(self, artifact_id: str) -> list[str] | None:
         """Rewrite an artifact's frames into blobs of its own (same bytes): done to
