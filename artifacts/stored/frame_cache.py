@@ -34,100 +34,92 @@ from typing import Generic, TypeVar
 
 CAPACITY = 32 * 1024 * 1024
 
-_Where = tuple[str, int]  # the blob key and the frame's offset in it
+_K = TypeVar("_K", bound=Hashable)
+_V = TypeVar("_V")
 _Rows = TypeVar("_Rows")
 
 
-class FrameCache:
+class _Recent(Generic[_K, _V]):
+    """Values by key, the most recently used kept within ``capacity`` (the sum of
+    the values' ``weight``); thread-safe (a server's requests share it)."""
+
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
-        self._frames: OrderedDict[_Where, bytes] = OrderedDict()
-        self._bytes = 0
+        self._kept: OrderedDict[_K, _V] = OrderedDict()
+        self._held = 0
         self._lock = threading.Lock()
 
-    def get(self, where: _Where) -> bytes | None:
+    def _get(self, key: _K) -> _V | None:
         with self._lock:
-            frame = self._frames.get(where)
-            if frame is not None:
-                self._frames.move_to_end(where)
-            return frame
+            value = self._kept.get(key)
+            if value is not None:
+                self._kept.move_to_end(key)
+            return value
 
-    def put(self, where: _Where, frame: bytes) -> None:
-        """Keep a whole decoded frame (the oldest go past ``capacity``)."""
-        if len(frame) > self.capacity:
+    def weight(self, value: _V) -> int:
+        raise NotImplementedError
+
+    def _put(self, key: _K, value: _V) -> None:
+        if self.weight(value) > self.capacity:
             return
         with self._lock:
-            old = self._frames.pop(where, None)
-            if old is not None:
-                self._bytes -= len(old)
-            self._frames[where] = frame
-            self._bytes += len(frame)
-            while self._bytes > self.capacity:
-                _, gone = self._frames.popitem(last=False)
-                self._bytes -= len(gone)
+            self._pop(key)
+            self._kept[key] = value
+            self._held += self.weight(value)
+            while self._held > self.capacity:
+                _, gone = self._kept.popitem(last=False)
+                self._held -= self.weight(gone)
+
+    def _pop(self, key: _K) -> None:
+        old = self._kept.pop(key, None)
+        if old is not None:
+            self._held -= self.weight(old)
+
+    def drop(self, key: _K) -> None:
+        with self._lock:
+            self._pop(key)
 
     def clear(self) -> None:
         with self._lock:
-            self._frames.clear()
-            self._bytes = 0
+            self._kept.clear()
+            self._held = 0
 
     @property
     def size(self) -> int:
-        return self._bytes
+        return self._held
+
+
+class FrameCache(_Recent[tuple[str, int], bytes]):
+    """Decoded frames (whole, or the start a read needed) by blob key and offset."""
+
+    def weight(self, value: bytes) -> int:
+        return len(value)
+
+    def get(self, where: tuple[str, int]) -> bytes | None:
+        return self._get(where)
+
+    def put(self, where: tuple[str, int], frame: bytes) -> None:
+        self._put(where, frame)
 
 
 FRAMES = FrameCache(CAPACITY)
 """The process's one cache (a server's requests, a verb's own store)."""
 
 
-class RowCache(Generic[_Rows]):
+class RowCache(_Recent[str, tuple[Hashable, Sequence[_Rows]]]):
     """Segment-row lists by artifact id, each with the version of the artifact's
     row it was read at, the most recently used kept within ``capacity`` rows."""
 
-    def __init__(self, capacity: int) -> None:
-        self.capacity = capacity
-        self._lists: OrderedDict[str, tuple[Hashable, Sequence[_Rows]]] = OrderedDict()
-        self._rows = 0
-        self._lock = threading.Lock()
+    def weight(self, value: tuple[Hashable, Sequence[_Rows]]) -> int:
+        return len(value[1])
 
     def get(self, artifact_id: str, version: Hashable) -> Sequence[_Rows] | None:
         """The rows read at ``version``, or None (none kept, or kept at another)."""
-        with self._lock:
-            kept = self._lists.get(artifact_id)
-            if kept is None or kept[0] != version:
-                return None
-            self._lists.move_to_end(artifact_id)
-            return kept[1]
+        kept = self._get(artifact_id)
+        return kept[1] if kept is not None and kept[0] == version else None
 
     def put(self, artifact_id: str, version: Hashable, rows: Sequence[_Rows]) -> None:
-        if len(rows) > self.capacity:
-            return
-        with self._lock:
-            self._drop(artifact_id)
-            self._lists[artifact_id] = (version, rows)
-            self._rows += len(rows)
-            while self._rows > self.capacity:
-                _, (_, gone) = self._lists.popitem(last=False)
-                self._rows -= len(gone)
-
-    def drop(self, artifact_id: str) -> None:
-        """Forget an artifact's rows (a read found one naming a blob that is gone)."""
-        with self._lock:
-            self._drop(artifact_id)
-
-    def _drop(self, artifact_id: str) -> None:
-        kept = self._lists.pop(artifact_id, None)
-        if kept is not None:
-            self._rows -= len(kept[1])
-
-    def clear(self) -> None:
-        with self._lock:
-            self._lists.clear()
-            self._rows = 0
-
-    @property
-    def size(self) -> int:
-        return self._rows
+        self._put(artifact_id, (version, rows))
 
 
 ROW_CAPACITY = 64 * 1024
