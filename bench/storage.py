@@ -192,7 +192,7 @@ def measure(
     """One output's figures and targets (see the module doc)."""
     from overspill.artifacts.queries import GrepQuery, TailQuery
     from overspill.artifacts.records import Principal
-    from overspill.artifacts.stored.frame_cache import FRAMES
+    from overspill.artifacts.stored.frame_cache import clear_read_caches
     from overspill.artifacts.stored.frames import FRAME_BYTES, _codec
 
     zstd = _codec()
@@ -226,11 +226,11 @@ def measure(
         for key, st, aid in (("raw", off, raw_id), ("packed", on, packed_id)):
             # The first read of each kind: nothing decoded by an earlier one.
             window = partial(_windows, st, who, aid, offsets)
-            FRAMES.clear()
+            clear_read_caches()
             win[key].append(_timed(window) / len(offsets))
-            FRAMES.clear()
+            clear_read_caches()
             tail[key].append(_timed(partial(st.tail, who, aid, TailQuery(lines=100))))
-            FRAMES.clear()
+            clear_read_caches()
             grep[key].append(_timed(partial(st.grep, who, aid, query)))
             if key == "packed":  # a model's next read of the same parts: decoded already
                 _windows(st, who, aid, offsets)
