@@ -325,19 +325,6 @@ class Pump:
         self._thread.join()
 
 
-def blocking_output() -> None:
-    """Our output is written whole, whatever the parent handed us: on a pipe set
-    non-blocking (O_NONBLOCK is the pipe's, shared with whoever else holds it) a
-    write the reader was not ready for raised, and the exit's flush dropped the
-    rest -- `run --json` printed 64 KiB of its answer and exited 0."""
-    for fd in (1, 2):
-        try:
-            if not os.get_blocking(fd):
-                os.set_blocking(fd, True)
-        except OSError:  # closed, or not a file: nothing to write whole
-            pass
-
-
 def abort_on_signals() -> tuple[threading.Event, list[int]]:
     """SIGINT, SIGTERM and SIGHUP abort the command instead of killing its runner:
     its whole tree is ended (TERM, grace, KILL), the artifacts are closed with

@@ -96,7 +96,7 @@ def main(argv: list[str]) -> int:
 
 def entry() -> None:
     """The console script ``overspill-shell``."""
-    from overspill.shell.process import blocking_output
+    from overspill.shell.stdio import blocking_output
 
     blocking_output()
     code = main(sys.argv[1:])
