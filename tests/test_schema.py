@@ -69,3 +69,62 @@ def test_a_postgres_store_refuses_an_unmigrated_database(pg_database_url: str, t
         with admin.connect() as conn:
             conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+def _shape(url: str) -> dict[str, object]:
+    """What a database's schema is, table by table, as the inspector reads it."""
+    from sqlalchemy import inspect, text
+
+    engine = make_engine(url)
+    with engine.connect() as conn:
+        ins = inspect(conn)
+        shape: dict[str, object] = {}
+        for table in sorted(ins.get_table_names()):
+            shape[table] = {
+                "columns": sorted(
+                    (c["name"], str(c["type"]), c["nullable"], str(c.get("default")))
+                    for c in ins.get_columns(table)
+                ),
+                "pk": ins.get_pk_constraint(table)["constrained_columns"],
+                "indexes": sorted(
+                    (i["name"], tuple(i["column_names"]), bool(i["unique"]))
+                    for i in ins.get_indexes(table)
+                ),
+                "fks": sorted(
+                    (tuple(f["constrained_columns"]), f["referred_table"])
+                    for f in ins.get_foreign_keys(table)
+                ),
+                "unique": sorted(
+                    tuple(u["column_names"]) for u in ins.get_unique_constraints(table)
+                ),
+            }
+        shape["revision"] = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    engine.dispose()
+    return shape
+
+
+def test_a_fresh_sqlite_database_is_made_at_head_as_the_migrations_make_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A new SQLite home is created from the models and stamped at head, without
+    Alembic; what it holds is table for table what the migrations build, and a
+    later upgrade finds nothing to do."""
+    import subprocess
+    import sys
+
+    from overspill.artifacts.db.engine import SCHEMA_HEAD, upgrade
+
+    made, migrated = f"sqlite:///{tmp_path}/made.db", f"sqlite:///{tmp_path}/migrated.db"
+    probe = (
+        "import sys; from overspill.artifacts.db.engine import make_engine, ensure_schema; "
+        f"ensure_schema(make_engine({made!r})); print('alembic' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"  # Alembic was never imported
+    engine = make_engine(migrated)
+    upgrade(engine)
+    engine.dispose()
+    assert _shape(made) == _shape(migrated)
+    assert _shape(made)["revision"] == SCHEMA_HEAD
+    engine = make_engine(made)
+    upgrade(engine)  # nothing to do: it is at head
+    engine.dispose()
+    assert _shape(made) == _shape(migrated)

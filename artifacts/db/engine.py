@@ -165,8 +165,36 @@ def ensure_schema(engine: Engine) -> None:
     if schema_revision(engine) == SCHEMA_HEAD:
         return
     with _sqlite_migration_lock(engine):
-        if schema_revision(engine) != SCHEMA_HEAD:  # another process may have done it
+        if schema_revision(engine) == SCHEMA_HEAD:  # another process has done it
+            return
+        if not _create_at_head(engine):
             upgrade(engine)
+
+
+def _create_at_head(engine: Engine) -> bool:
+    """A SQLite database with no table at all gets the models' schema and is
+    stamped at ``SCHEMA_HEAD`` without Alembic (``tests/test_schema.py`` holds the
+    two the same). A fresh home's first server then neither imports Alembic,
+    Mako and Pygments (~140 ms of the first call) nor keeps them (~14 MB of its
+    idle memory). Anything else is migrated step by step (``upgrade``)."""
+    if engine.dialect.name != "sqlite":
+        return False
+    from overspill.artifacts.db.models import Base
+
+    with engine.begin() as conn:
+        if inspect(conn).get_table_names():
+            return False
+        Base.metadata.create_all(conn)
+        conn.execute(
+            text(
+                "CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL, "
+                "CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))"
+            )
+        )
+        conn.execute(
+            text("INSERT INTO alembic_version (version_num) VALUES (:v)"), {"v": SCHEMA_HEAD}
+        )
+    return True
 
 
 @contextmanager
