@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import resource
@@ -85,3 +86,11 @@ def report(name: str, figures: dict[str, Any], targets: dict[str, dict[str, Any]
             }
         )
     )
+
+
+def arguments(quick: str = "the short run (under 30 s)") -> argparse.ArgumentParser:
+    """Every benchmark's command line: ``--quick`` (what it shortens, in ``quick``),
+    and the options the caller adds."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help=quick)
+    return ap

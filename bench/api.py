@@ -7,7 +7,6 @@ the same bytes from a file, each server in its own process, in the same run.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import random
@@ -20,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import free_port, report, wait_up
+from _common import arguments, free_port, report, wait_up
 
 MiB = 1024 * 1024
 RANGE = MiB
@@ -101,8 +100,7 @@ def _run_server(args: list[str]) -> subprocess.Popen[bytes]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
+    ap = arguments()
     ap.add_argument("--serve-ours", nargs=2)
     ap.add_argument("--serve-file", nargs=2)
     args = ap.parse_args()

@@ -29,7 +29,6 @@ against ``bash -c true``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -43,7 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import median, peak_rss_mb, report, run_child
+from _common import arguments, median, peak_rss_mb, report, run_child
 
 MiB = 1024 * 1024
 GENERATORS = {
@@ -152,8 +151,7 @@ class Runner:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="16 and 64 MiB, one repetition")
+    ap = arguments("16 and 64 MiB, one repetition")
     ap.add_argument("--child", nargs=3)
     args = ap.parse_args()
     if args.child:

@@ -22,14 +22,13 @@ own count, literal prefilter included, is checked against that per file.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import ROOT, report
+from _common import ROOT, arguments, report
 
 from overspill.shell.config import DEFAULT_FAILURE_PATTERNS
 from overspill.shell.failures import FailureMatcher, FailureScan, failure_matcher
@@ -106,8 +105,7 @@ def measure(setting: str, *, show: bool = False) -> dict[str, Any]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="(the same: the corpus is small)")
+    ap = arguments("(the same: the corpus is small)")
     ap.add_argument("--show", action="store_true", help="print each line the patterns get wrong")
     args = ap.parse_args()
     if args.show:

@@ -16,7 +16,6 @@ On a log-like artifact (128 MiB; 32 MiB with --quick) on the local backend:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import random
@@ -32,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import free_port, report, wait_up
+from _common import arguments, free_port, report, wait_up
 
 from overspill.artifacts.catalog.tokens import NewToken
 from overspill.artifacts.queries import GrepQuery, LineQuery
@@ -164,8 +163,7 @@ async def follower_load(
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
+    ap = arguments()
     ap.add_argument("--serve", nargs=2)
     args = ap.parse_args()
     if args.serve:

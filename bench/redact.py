@@ -30,7 +30,6 @@ beside the pump (two cores), Hyperscan's stream mode instead of held-back copies
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import os
@@ -45,7 +44,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import median, report
+from _common import arguments, median, report
 
 MiB = 1024 * 1024
 CHUNK = 64 * 1024
@@ -132,8 +131,7 @@ def cat_file(path: Path) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="64 MiB, two repetitions")
+    ap = arguments("64 MiB, two repetitions")
     args = ap.parse_args()
     size = 64 * MiB if args.quick else 1024 * MiB
     reps = 2 if args.quick else 3

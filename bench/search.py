@@ -21,7 +21,6 @@ the time per output searched, to see the fixed cost of the many.
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import subprocess
@@ -33,7 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import median, report
+from _common import arguments, median, report
 
 MiB = 1024 * 1024
 PATTERN = "ECONNREFUSED 10\\.0\\.0\\.[0-9]+"
@@ -124,8 +123,7 @@ def _shape(root: Path, n: int, total: int, reps: int, figures: dict[str, Any], p
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="1,000 outputs, 64 MiB")
+    ap = arguments("1,000 outputs, 64 MiB")
     args = ap.parse_args()
     n, total = (1_000, 64 * MiB) if args.quick else (10_000, 2048 * MiB)
     big_n, big_total = (8, 64 * MiB) if args.quick else (32, 512 * MiB)

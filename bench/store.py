@@ -14,7 +14,6 @@ per-repetition ratios, and the load average is printed before and after.
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import logging
@@ -26,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import median, peak_rss_mb, report, run_child
+from _common import arguments, median, peak_rss_mb, report, run_child
 
 CHUNK = 64 * 1024
 MiB = 1024 * 1024
@@ -115,8 +114,7 @@ def _num(value: object) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
+    ap = arguments()
     ap.add_argument("--child", nargs=5)
     args = ap.parse_args()
     if args.child:

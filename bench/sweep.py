@@ -7,7 +7,6 @@ artifacts per second and bytes freed.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -18,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import report
+from _common import arguments, report
 
 PAYLOAD = b"expired output line\n" * 5  # 100 bytes
 
@@ -100,8 +99,7 @@ def measure(blob_url: str, endpoint: str | None, n: int, home: Path) -> dict[str
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
+    ap = arguments()
     # Seeding 100k objects into moto's in-memory server alone takes over ten minutes
     # here, so the S3 run defaults to 20k; --s3-count 100000 runs the full size.
     ap.add_argument("--s3-count", type=int)

@@ -10,7 +10,6 @@ only, so the large one should open about as fast as the small one.
 
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import free_port, median, report, wait_up
+from _common import arguments, free_port, median, report, wait_up
 
 MiB = 1024 * 1024
 CHROMIUM = os.environ.get("TEST_OVERSPILL_CHROMIUM", "/usr/bin/chromium")
@@ -62,8 +61,7 @@ def _open_ms(page, url: str, large: bool) -> float:  # type: ignore[no-untyped-d
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
+    ap = arguments()
     args = ap.parse_args()
     large = 64 * MiB if args.quick else 1024 * MiB
     rounds = 7 if args.quick else 21
