@@ -39,6 +39,7 @@ def wrapped(command: str, cwd_file: str = "/tmp/overspill-test-cwd", stdin: bool
 
 
 SHELL = [str(Path(sys.executable).with_name("overspill-shell"))]  # as Claude Code runs it
+README_PATH = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def _prefix(
@@ -228,7 +229,7 @@ def test_the_readmes_claude_code_view_is_what_the_shell_prints(env: dict[str, st
     """The README shows what Claude Code's model reads for ``seq 1 200000``; each
     of its lines (the ids aside; ``…`` stands for lines left out, "Exit code 4"
     is Claude Code's own) is a line of what overspill-shell prints, in order."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = README_PATH.read_text()
     start = readme.index("For `seq 1 200000`, captured\nthrough the harness:")
     block = re.search(r"```\n(.*?)```", readme[start:], re.S)
     assert block is not None
@@ -236,6 +237,23 @@ def test_the_readmes_claude_code_view_is_what_the_shell_prints(env: dict[str, st
     assert done.returncode == 4
     same_id = re.compile(r"art_[0-9A-Z]{26}")
     got = [same_id.sub("art_ID", line) for line in done.stdout.decode().split("\n")]
+    if os.environ.get("TEST_OVERSPILL_UPDATE_GOLDEN") == "1":
+        # The README follows the code: each bracketed line (a sentence of ours)
+        # becomes the printed line that starts as it does.
+        shown = block.group(1).splitlines()
+        for i, line in enumerate(shown):
+            head = same_id.sub("art_ID", line)[:12]
+            if line.startswith("[") and head not in ("[exit code: ",):
+                found = next((g for g in got if g.startswith(head)), None)
+                if found is not None:
+                    old_id = same_id.search(line)
+                    shown[i] = found.replace("art_ID", old_id.group(0)) if old_id else found
+        fresh = "\n".join(shown) + "\n"
+        text = readme[:start] + readme[start:].replace(block.group(1), fresh, 1)
+        README_PATH.write_text(text)
+        readme = text
+        block = re.search(r"```\n(.*?)```", readme[start:], re.S)
+        assert block is not None
     at = 0
     for line in block.group(1).splitlines():
         if line in ("…", "Exit code 4"):
