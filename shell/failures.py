@@ -27,7 +27,7 @@ from .config import DEFAULT_FAILURE_PATTERNS
 from .failure_literals import LiteralFinder, literal_finder
 from .results import StreamView
 from .view import clean_line
-from .wording import call
+from .wording import call, quotes
 
 MAX_COUNTED = 10_000  # matching lines counted before the count stops
 KEEP = 16  # hits kept in stream order; a view quotes at most QUOTED of them
@@ -35,7 +35,6 @@ QUOTED = 5
 EXCERPT = 160  # bytes of a quoted line (a window around the match when longer)
 LONG_LINE = 64 * 1024  # a line still open past this is searched as it grows
 OVERLAP = 1024  # bytes of such a line kept for a match across two chunks
-END_OF_QUOTES = "[end of the quoted lines; the output goes on]"
 
 
 class FailureHit(NamedTuple):
@@ -284,16 +283,8 @@ def quote_block(
     """The lines quoted from the part not shown (``part`` names it), each with
     its number, between a line that counts them all and one that ends them."""
     grep = grep_call(scan.matcher, artifact_id)
-    if scan.capped:
-        head = (
-            f"[failure-like lines: {MAX_COUNTED} or more in the output (counting stopped "
-            f"there); the first {len(quoted)} of {part} quoted below; "
-        )
-    else:
-        which = "quoted below" if len(quoted) == unseen else f"the first {len(quoted)} quoted below"
-        head = f"[failure-like lines in {part}: {unseen}, {which}; "
-    rows = "".join(f"line {h.line}: {h.text}\n" for h in quoted)
-    return f"{head}every such line: {grep}]\n{rows}{END_OF_QUOTES}\n"
+    rows = [(h.line, h.text) for h in quoted]
+    return quotes(rows, unseen, part, grep, counted=MAX_COUNTED if scan.capped else None)
 
 
 def grep_call(matcher: FailureMatcher, artifact_id: str) -> str:

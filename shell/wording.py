@@ -1,8 +1,9 @@
 """Every sentence a model reads, in one place: what a window covers, whether the
 whole output is stored, the call that continues, counts and errors (shared by
 every surface); the executor's markers (a truncated stream, a clipped line, a
-dropped part, how a command ended); the artifact tools' and the bash tools'
-answers; the saved-result notice. Each is a function of the structured answer
+dropped part, how a command ended, the failure-like lines quoted from what is
+not shown); the artifact tools' and the bash tools' answers; the saved-result
+notice; the notes the harnesses' hooks add. Each is a function of the structured answer
 (a window, a view, a result), so a sentence is changed here and in its golden
 file (``tests/golden/model``), nowhere else.
 
@@ -10,7 +11,7 @@ Every continuation a model reads is ``tool_name {JSON arguments}``: valid JSON
 that repeats every argument of the call it continues, so copying it verbatim
 into a tool call works. ``find_calls`` reads them back (the tests follow them).
 
-About 660 lines because it is all of them: split by surface, the same
+About 690 lines because it is all of them: split by surface, the same
 sentence would again be worded in several places. Standard library only at
 import (the records are types here), so ``overspill run`` pays nothing for it.
 """
@@ -412,6 +413,49 @@ def _ms(value: float | None) -> str:
     if value is None:
         return "?"
     return str(int(value)) if float(value).is_integer() else str(value)
+
+
+# -- the failure-like lines quoted from the part not shown ---------------------------------
+
+END_OF_QUOTES = "[end of the quoted lines; the output goes on]"
+
+
+def quotes(
+    rows: list[tuple[int, str]], unseen: int, part: str, grep: str, *, counted: int | None
+) -> str:
+    """The lines quoted from the part not shown (``part`` names it), each with its
+    number, between a line that counts them all (``counted``: where the count
+    stopped, if it did) and one that ends them."""
+    if counted is not None:
+        head = (
+            f"[failure-like lines: {counted} or more in the output (counting stopped "
+            f"there); the first {len(rows)} of {part} quoted below; "
+        )
+    else:
+        which = "quoted below" if len(rows) == unseen else f"the first {len(rows)} quoted below"
+        head = f"[failure-like lines in {part}: {unseen}, {which}; "
+    body = "".join(f"line {n}: {text}\n" for n, text in rows)
+    return f"{head}every such line: {grep}]\n{body}{END_OF_QUOTES}\n"
+
+
+# -- the harnesses' hooks: notes beside an answer the harness made -----------------------
+
+
+def not_kept(failed: list[tuple[str, str]]) -> str:
+    """A hook's note when an output it was to store could not be."""
+    said = "; ".join(f"{art} could not be stored ({why})" for art, why in failed)
+    return f"[overspill: {said}; only the part shown above was kept]"
+
+
+def gemini_stored(art: str, total: object, lines: object, state: str) -> str:
+    """Gemini CLI's note: where the whole of the output it cut is, and how to read it.
+    No "<regex>" placeholder: Gemini CLI escapes angle brackets in a hook's note."""
+    read = call("artifact_read", id=art, offset=0)
+    return (
+        f"[overspill: this output as Gemini CLI handed it over ({total} bytes, {lines} "
+        f"lines) is {state} as artifact {art}; read it: {read} (continue at the offset each "
+        "answer gives), or search it with artifact_grep and this id]"
+    )
 
 
 # -- the artifact tools' answers ----------------------------------------------------------

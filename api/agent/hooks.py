@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from overspill.shell.wording import call
+from overspill.shell.wording import gemini_stored, not_kept
 
 if TYPE_CHECKING:
     from overspill.api.agent.json_stream import JsonStream
@@ -36,13 +36,7 @@ def claude_code_after_bash(
     name = event.get("hook_event_name")
     if not failed or name not in ("PostToolUse", "PostToolUseFailure"):
         return None
-    said = "; ".join(f"{art} could not be stored ({why})" for art, why in failed)
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": name,
-            "additionalContext": f"[overspill: {said}; only the part shown above was kept]",
-        }
-    }
+    return {"hookSpecificOutput": {"hookEventName": name, "additionalContext": not_kept(failed)}}
 
 
 GEMINI_CUT = 40_000
@@ -79,14 +73,8 @@ def gemini_after_shell(stream: JsonStream, calls: ApiCalls) -> dict[str, Any] | 
         return None
     art = stored["id"]
     lines = stored.get("line_count", 0)
-    read = call("artifact_read", id=art, offset=0)
     state = "stored whole" if stored.get("state") == "complete" else f"{stored.get('state')}"
-    # No "<regex>" placeholder: Gemini CLI escapes angle brackets in a hook's note.
-    text = (
-        f"[overspill: this output as Gemini CLI handed it over ({stored.get('total_bytes')} "
-        f"bytes, {lines} lines) is {state} as artifact {art}; read it: {read} (continue at "
-        f"the offset each answer gives), or search it with artifact_grep and this id]"
-    )
+    text = gemini_stored(art, stored.get("total_bytes"), lines, state)
     return {"hookSpecificOutput": {"hookEventName": "AfterTool", "additionalContext": text}}
 
 
