@@ -23,6 +23,7 @@ from .results import ArtifactRef, CollectedOutput
 # copies) is imported where it is first used: most commands never overflow,
 # and a harness's shell starts one process per command (``api.agent.harness_shell``).
 if TYPE_CHECKING:
+    from .beside import Beside
     from .failures import FailureMatcher, FailureScan
     from .redact.stream import Manifest, StreamRedactor
     from .results import StreamView
@@ -98,6 +99,7 @@ class OutputCollector:
         # view to quote those of the part not shown (tail mode: a head is shown).
         self._failures = failures if mode == "tail" else None
         self._scan: FailureScan | None = None
+        self._beside: Beside | None = None
 
     @property
     def total_bytes(self) -> int:
@@ -181,6 +183,10 @@ class OutputCollector:
         if self._make_spill is not None:
             self._spill = self._make_spill()
             self._spill.write(retained)
+        if self._scan is not None or self._spill is not None:
+            from .beside import Beside
+
+            self._beside = Beside(self._scan, self._spill)
         if self._open_sink is not None:
             try:
                 self._sink = self._open_sink()
@@ -190,10 +196,8 @@ class OutputCollector:
                 self._storage_failed(exc)
 
     def _copy(self, chunk: bytes | memoryview, newlines: int) -> None:
-        if self._scan is not None:
-            self._scan.feed(chunk, newlines)
-        if self._spill is not None:
-            self._spill.write(chunk)
+        if self._beside is not None:
+            self._beside.put(chunk, newlines)
         if self._sink is not None and self.storage_error is None:
             try:
                 self._sink.write(chunk, newlines)
@@ -291,6 +295,8 @@ class OutputCollector:
         if self._result is not None:
             return self._result
         self._flush_redactor()
+        if self._beside is not None:
+            self._beside.close()  # the scan and the legacy file have every byte
         if self._scan is not None:
             self._scan.finish()
         manifest = self.redactions

@@ -571,3 +571,52 @@ def test_storage_still_opening_is_given_longer_than_storage_that_stalled() -> No
     assert time.monotonic() - started < 1.5
     assert art is not None and art.state == "failed"
     assert why is not None and why.startswith("storage made no headway for 0.2 s")
+
+
+class _SlowFile:
+    """Stands for the legacy file: records what it is given, slowly, and can fail."""
+
+    def __init__(self, delay: float = 0.0, fail_at: int | None = None) -> None:
+        self.got: list[bytes] = []
+        self.delay = delay
+        self.fail_at = fail_at
+
+    def write(self, data: bytes) -> None:
+        if self.fail_at is not None and len(self.got) == self.fail_at:
+            raise RuntimeError("the copy broke")
+        time.sleep(self.delay)
+        self.got.append(bytes(data))
+
+
+def test_the_copies_beside_the_pump_get_every_chunk_in_order_within_their_bound() -> None:
+    """The legacy copy and the failure scan run on a thread of their own: every
+    chunk reaches them in order, however the pump reuses its buffer, and no more
+    than PENDING wait at once (a slow disk holds the pump back, not memory)."""
+    from typing import Any, cast
+
+    from overspill.shell import beside
+
+    slow = _SlowFile(delay=0.002)
+    side = beside.Beside(None, cast(Any, slow))
+    buffer = bytearray(4)
+    most = 0
+    for i in range(200):
+        buffer[:] = b"%04d" % i
+        side.put(memoryview(buffer), 0)
+        most = max(most, len(side._chunks))
+    side.close()
+    assert slow.got == [b"%04d" % i for i in range(200)]
+    assert most <= beside.PENDING
+
+
+def test_a_copy_that_fails_beside_the_pump_is_raised_when_the_stream_closes() -> None:
+    from typing import Any, cast
+
+    from overspill.shell.beside import Beside
+
+    broken = _SlowFile(fail_at=3)
+    side = Beside(None, cast(Any, broken))
+    for _ in range(100):  # the pump goes on: nothing blocks it once the copy stopped
+        side.put(b"x", 0)
+    with pytest.raises(RuntimeError, match="the copy broke"):
+        side.close()
