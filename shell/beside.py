@@ -5,7 +5,7 @@ The pump thread reads the command's pipe, masks, keeps the tail and writes the
 artifact; profiled on 256 MiB of log lines it spent 9 % of its time in the
 failure scan and 3 % in the legacy copy. Handed over here, they run on the
 other core while the pump reads on. The hand-over is bounded (``PENDING``
-chunks): a slow disk under the legacy file holds the pump back, as it did when
+bytes): a slow disk under the legacy file holds the pump back, as it did when
 the pump wrote it, instead of growing memory. Order is kept (one thread), and
 ``close`` returns once both have every byte.
 """
@@ -20,8 +20,9 @@ if TYPE_CHECKING:
     from .failures import FailureScan
     from .spill import SpillFile
 
-PENDING = 16
-"""Chunks handed over and not yet copied, at most (a pipe's reads: ~1 MiB)."""
+PENDING = 4 * 1024 * 1024
+"""Bytes handed over and not yet copied, at most (a read of the pipe is up to
+1 MiB; one chunk is always taken, whatever its size)."""
 
 
 class Beside:
@@ -29,6 +30,7 @@ class Beside:
         self._scan = scan
         self._spill = spill
         self._chunks: deque[tuple[bytes, int] | None] = deque()
+        self._held = 0  # bytes in _chunks
         self._cond = threading.Condition()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="overspill-beside", daemon=True)
@@ -39,9 +41,10 @@ class Beside:
         if self._error is not None:  # the copies stopped: close says why
             return
         with self._cond:
-            while len(self._chunks) >= PENDING and self._thread.is_alive():
+            while self._held and self._held + len(chunk) > PENDING and self._thread.is_alive():
                 self._cond.wait()
             self._chunks.append((bytes(chunk), newlines))
+            self._held += len(chunk)
             self._cond.notify_all()
 
     def close(self) -> None:
@@ -60,7 +63,6 @@ class Beside:
                 while not self._chunks:
                     self._cond.wait()
                 item = self._chunks.popleft()
-                self._cond.notify_all()
             if item is None:
                 return
             chunk, newlines = item
@@ -73,5 +75,9 @@ class Beside:
                 self._error = exc
                 with self._cond:
                     self._chunks.clear()
+                    self._held = 0
                     self._cond.notify_all()
                 return
+            with self._cond:
+                self._held -= len(chunk)
+                self._cond.notify_all()
