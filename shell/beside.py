@@ -33,12 +33,13 @@ class Beside:
         self._held = 0  # bytes in _chunks
         self._cond = threading.Condition()
         self._error: BaseException | None = None
+        self._closed = False
         self._thread = threading.Thread(target=self._run, name="overspill-beside", daemon=True)
         self._thread.start()
 
     def put(self, chunk: bytes | memoryview, newlines: int) -> None:
         """Hand one chunk over (copied: the pump may reuse its buffer)."""
-        if self._error is not None:  # the copies stopped: close says why
+        if self._error is not None or self._closed:  # the copies stopped, or ended
             return
         with self._cond:
             while self._held and self._held + len(chunk) > PENDING and self._thread.is_alive():
@@ -51,8 +52,10 @@ class Beside:
         """Wait until every chunk handed over is copied; a failure of the copies
         is raised here, on the caller's thread."""
         with self._cond:
-            self._chunks.append(None)
-            self._cond.notify_all()
+            if not self._closed:
+                self._closed = True
+                self._chunks.append(None)
+                self._cond.notify_all()
         self._thread.join()
         if self._error is not None:
             raise self._error
