@@ -555,13 +555,17 @@ def test_a_full_disk_behind_a_server_counts_what_the_server_published(
     from overspill.artifacts.config import StoreSettings
     from tests.api_helpers import live_server, settings_with
 
-    (small_disk / "ballast").write_bytes(b"\0" * (12 << 20))  # about 12 MiB stay free
+    # About 20 MiB stay free: more than a writer places before its first batch
+    # of 8 segments of 1 MiB is published (8 being published, 3 waiting to be
+    # hashed, 1 filling), so that batch is stored however slow the commit; with
+    # 12 MiB free, a loaded machine filled the disk before it and stored none.
+    (small_disk / "ballast").write_bytes(b"\0" * (4 << 20))
     store = ArtifactStore.open(StoreSettings(home=small_disk / "home", segment_bytes=1 << 20))
     token = store.tokens.create(NewToken(principal="user:alice", role="user")).token
     try:
         with live_server(create_app(store, settings_with())) as url:
-            # One 32 MiB append: the server stores it in 8 MiB batches, and the
-            # second batch meets the full disk.
+            # One 32 MiB append: the server stores it in 8 MiB batches, and a
+            # later batch meets the full disk.
             sink = RemoteSink(OverspillClient(url, token), segment_bytes=32 << 20)
             ex = Executor(ShellSettings(max_output_bytes=1000, legacy_spill=False), sink)
             r = ex.run(ExecRequest(command="head -c 40000000 /dev/zero"))
