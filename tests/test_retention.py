@@ -7,6 +7,7 @@ import os
 import threading
 from datetime import timedelta
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -336,12 +337,39 @@ def test_a_read_racing_a_delete_gets_the_bytes_or_410(
                     outcomes.append(got == data)
                 except Gone:
                     outcomes.append("gone")
+                except Exception as exc:  # anything else fails the test, not the thread
+                    outcomes.append(repr(exc))
 
         t = threading.Thread(target=read)
         t.start()
         store.delete(ALICE, art)
         t.join()
         assert set(outcomes) <= {True, "gone"}, outcomes
+
+
+def test_a_storage_error_under_a_read_of_a_deleted_output_is_gone_else_it_stands(
+    store: ArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backend may fail a read of bytes deleted under it otherwise than by "no
+    such blob" (moto raises a ValueError mid-GET): the row decides. An output
+    deleted meanwhile answers Gone (410); a live one keeps the storage error."""
+    from overspill.artifacts.errors import StorageUnavailable
+
+    data = bytes(range(256)) * 2000
+    live, doomed = write_artifact(store, data), write_artifact(store, data)
+    contents = {art: store.open_content(ALICE, art)[1] for art in (live, doomed)}
+    for content in contents.values():
+        assert content.read(0, 1) == data[:1]  # each read knows its segments now
+
+    def broken(key: str, start: int, end: int) -> NoReturn:
+        raise StorageUnavailable(f"S3 get {key} failed: ValueError")
+
+    store.delete(ALICE, doomed)
+    monkeypatch.setattr(store.blobs, "read", broken)
+    with pytest.raises(Gone):
+        contents[doomed].read(0, 10)
+    with pytest.raises(StorageUnavailable, match="ValueError"):
+        contents[live].read(0, 10)
 
 
 def test_orphan_blobs_are_reclaimed_after_the_grace(

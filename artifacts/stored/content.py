@@ -23,7 +23,13 @@ from overspill.artifacts.blobs.base import BlobNotFound, BlobStore
 from overspill.artifacts.blobs.keys import segment_key_base
 from overspill.artifacts.db.models import Segment
 from overspill.artifacts.db.unit import Database
-from overspill.artifacts.errors import InvalidRange
+from overspill.artifacts.errors import (
+    DatabaseUnavailable,
+    Gone,
+    InvalidRange,
+    NotFound,
+    StorageUnavailable,
+)
 from overspill.artifacts.stored.frame_cache import FRAMES, ROWS
 from overspill.artifacts.stored.frames import FRAME_BYTES, decode
 
@@ -271,6 +277,16 @@ class Content:
                 ROWS.drop(self.artifact_id)
                 self._few, self._looked, self._page = None, False, []
                 segments = self._segments_from(pos)
+            except StorageUnavailable as exc:
+                # A backend may say "deleted under you" otherwise than by a missing
+                # blob (moto: a ValueError mid-GET). The row decides: an artifact
+                # deleted or expired meanwhile is Gone, else the storage error stands.
+                if isinstance(exc, DatabaseUnavailable):
+                    raise
+                why = self._on_missing()
+                if isinstance(why, Gone | NotFound):
+                    raise why from None
+                raise
 
     def _read(
         self, segments: Iterator[SegmentRef], pos: int, end: int
