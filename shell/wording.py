@@ -557,7 +557,7 @@ def no_such_line(art: str, number: int, w: LineWindow) -> str:
 
 
 def lines_head(art: str, first: int, last: int, w: LineWindow, start: int, end: int) -> str:
-    span = f"lines {first}-{last}" if last > first else f"line {first}"
+    span = lines_span(first, last)
     return f"[{art}: {span} of {w.line_count} stored (bytes {start}-{end}); {coverage_of(w)}]"
 
 
@@ -577,11 +577,7 @@ def tail_lines(t: TailWindow) -> str:
     if t.first_line is None and t.offset > 0:
         more = f" and lines {t.line + 1}-{t.last_line}" if t.last_line > t.line else ""
         return f", the end of line {t.line}{more}"
-    if t.last_line > t.line:
-        return f", lines {t.line}-{t.last_line}"
-    if t.last_line == t.line:
-        return f", line {t.line}"
-    return ""
+    return f", {lines_span(t.line, t.last_line)}" if t.last_line >= t.line else ""
 
 
 def tail_fewer(asked: int, whole: int, within: str) -> str:

@@ -47,9 +47,6 @@ def _few(size: int) -> int:
     return _FEW_FRAMES if size <= _FEW_FRAMES * FRAME_BYTES else _FEW
 
 
-_DECODED = 4  # decoded frames a Content keeps (1 MiB)
-
-
 class SegmentRef(NamedTuple):
     """One segment row as a read uses it. A tuple, made straight from the row's
     columns (``_columns``, in this order): a compacted 32 MiB output has 128 of
@@ -94,9 +91,6 @@ class Content:
         self._version = version
         self._few: list[SegmentRef] | None = None
         self._looked = False
-        # The last frames decoded: a tail or a line lookup reads the same frame
-        # several times (line start, newline count, the text).
-        self._decoded: dict[tuple[str, int], bytes] = {}
         # The last page of segment rows fetched (too many to keep them all): a
         # grep reads the line that spans two frames again, by offset, once per
         # frame, and each of those reads was a query (338 for 128 MiB).
@@ -127,11 +121,6 @@ class Content:
     def known_segments(self) -> list[SegmentRef] | None:
         """Every segment, when they are few and already fetched (no query)."""
         return self._few if self._looked else None
-
-    def _keep(self, where: tuple[str, int], frame: bytes) -> None:
-        if len(self._decoded) >= _DECODED:
-            del self._decoded[next(iter(self._decoded))]
-        self._decoded[where] = frame
 
     def know_segments(self, segments: list[SegmentRef]) -> None:
         """Segments fetched for many artifacts in one query (a search across
@@ -311,9 +300,9 @@ class Content:
                     raise self._on_missing()
                 upto = min(end, seg.end) - seg.offset  # the frame's bytes this read needs
                 where = (seg.key, seg.blob_offset)
-                frame = self._decoded.get(where, b"")
-                if len(frame) < upto:
-                    frame = FRAMES.get(where) or b""  # decoded by an earlier read
+                # Decoded by an earlier read, or by this one: a tail or a line
+                # lookup reaches the same frame several times.
+                frame = FRAMES.get(where) or b""
                 if len(frame) < upto:
                     if base < 0:  # the rest of the run, in one ranged read
                         base = seg.blob_offset
@@ -324,9 +313,6 @@ class Content:
                     packed = stored[at : at + (seg.stored_size or 0)]
                     frame = decode(seg.codec, packed, seg.size, upto)
                     FRAMES.put(where, frame)  # whole, or the start a window needed
-                    self._keep(where, frame)
-                elif where not in self._decoded:
-                    self._keep(where, frame)
                 whole = pos == seg.offset and upto == seg.size
                 piece = frame[pos - seg.offset : upto]
                 pos += len(piece)
