@@ -153,3 +153,40 @@ def test_overspill_stats_through_the_cli(tmp_path: Path) -> None:
     assert text.startswith("the last 7d, session c-7 of every owner:")
     assert f"{art.group(1)}" in text and "read back 1x" in text
     assert "(~" in text and "tokens, estimated as bytes/4)" in text
+
+
+def test_an_answer_waits_for_the_flush_in_flight_and_sees_every_read_noted(
+    store: ArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The background flush takes the counts, then commits them; an answer that
+    flushes meanwhile finds nothing left to write and must not read before that
+    commit (a download's read was missing from /reads on a loaded machine)."""
+    import contextlib
+    import threading
+    import time
+    from collections.abc import Iterator
+    from typing import Any
+
+    from tests.helpers import write_artifact
+
+    art = write_artifact(store, SEQ)
+    ledger = store.ledger
+    ledger.note(ALICE, art, len(SEQ), 100_000)
+    real = ledger._write
+    slow_once = [True]
+
+    @contextlib.contextmanager
+    def slow_write() -> Iterator[Any]:
+        if slow_once:  # the first: the background thread's commit, late
+            slow_once.clear()
+            time.sleep(0.5)
+        with real() as s:
+            yield s
+
+    monkeypatch.setattr(ledger, "_write", slow_write)
+    background = threading.Thread(target=ledger.flush)
+    background.start()
+    time.sleep(0.1)  # it has taken the counts and waits to write them
+    counted = ledger.reads_of(art)
+    background.join()
+    assert [(r.reads, r.bytes, r.lines) for r in counted] == [(1, len(SEQ), 100_000)]

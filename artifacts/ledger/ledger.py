@@ -42,6 +42,10 @@ class Ledger(Part):
     def __init__(self, ctx: StoreContext) -> None:
         super().__init__(ctx)
         self._lock = threading.Lock()
+        # One flush at a time: a flush that finds nothing to write returns only
+        # once the one in flight (the background thread's) has committed, so an
+        # answer that flushes first sees every read noted before it.
+        self._flushing = threading.Lock()
         self._reads: dict[_Key, list[Any]] = {}
         self._shown: Counter[str] = Counter()
         self._thread: threading.Thread | None = None
@@ -81,6 +85,10 @@ class Ledger(Part):
 
     def flush(self) -> None:
         """Write the counts gathered so far (one transaction)."""
+        with self._flushing:
+            self._flush()
+
+    def _flush(self) -> None:
         with self._lock:
             reads, self._reads = self._reads, {}
             shown, self._shown = self._shown, Counter()
