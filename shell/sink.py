@@ -175,7 +175,10 @@ class WriterStream:
         self._writer.write(data, newlines)
 
     def progress(self) -> int:
-        return self._writer.progress
+        from overspill.artifacts.headway import notes
+
+        # (A write retried through a database that is briefly away is headway.)
+        return self._writer.progress + notes()
 
     def known_id(self) -> str:
         return self._writer.id

@@ -306,6 +306,29 @@ def test_a_full_disk_frees_the_failed_bytes_at_once_and_everything_works_again(
     store.close()
 
 
+def test_a_blob_that_fills_the_disk_on_its_first_piece_is_given_back_at_once(
+    small_disk: Path,
+) -> None:
+    """The piece that meets the full disk may be the first of a new blob, a blob no
+    staged segment names yet: it is deleted (and its file closed) right there, so
+    the disk is free for the row that records the failure. (Left behind, it kept
+    the disk full, and the final update of the artifact's row was retried until
+    the command's result went without it.)"""
+    import shutil
+
+    from overspill.artifacts.blobs.local import LocalBlobStore
+    from overspill.artifacts.errors import DiskFull
+    from overspill.artifacts.writing.segment_storage import BlobPlacer
+
+    blobs_dir = small_disk / "blobs"
+    placer = BlobPlacer(LocalBlobStore(blobs_dir), "a" * 26)
+    free = shutil.disk_usage(small_disk).free
+    with pytest.raises(DiskFull):
+        placer.place(0, memoryview(b"x" * (free + (1 << 20))), None)
+    assert [p for p in blobs_dir.rglob("*") if p.is_file()] == []
+    assert shutil.disk_usage(small_disk).free >= free - (64 << 10)  # (directories)
+
+
 @pytest.fixture
 def throwaway_postgres() -> Iterator[tuple[str, str, str]]:
     """A PostgreSQL cluster of its own (never the shared one), to restart at will."""

@@ -71,7 +71,17 @@ class BlobPlacer:
             else:
                 self._open = (into, self._blobs.open_appender(into, create=False))
         key, appender = self._open
-        appender.write_at(offset - segment_key_base(key), data)
+        try:
+            appender.write_at(offset - segment_key_base(key), data)
+        except BaseException:
+            # Closed now, so the space of what the writer discards is free at once
+            # (an open file keeps its blocks). A blob this piece made is named in no
+            # segment the writer knows: it is given back here, or a full disk stays
+            # full until the reconciler comes.
+            self.close()
+            if into is None:
+                _give_back(self._blobs, self._id, {key})
+            raise
         return key
 
     def read_back(self, key: str, offset: int, size: int) -> Iterator[memoryview]:
