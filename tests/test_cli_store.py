@@ -117,6 +117,8 @@ _LOADED = (
         (("run", "--", "seq 1 100000"), "on", "[]"),  # the local server stores it
         (("ls",), "on", "[]"),
         (("run", "--", "seq 1 100000"), "off", "store"),  # stored from this process
+        # No server up yet: stored from this process while one starts.
+        (("run", "--", "seq 1 100000"), "starting", "store"),
     ],
 )
 def test_a_verb_loads_neither_the_store_nor_pydantic_unless_it_stores_in_process(
@@ -124,8 +126,15 @@ def test_a_verb_loads_neither_the_store_nor_pydantic_unless_it_stores_in_process
 ) -> None:
     """A verb runs once per agent command: the store, SQLAlchemy, pydantic and
     the server live in the local server, not in the verb's process."""
+    from tests.helpers import cli_env, run_cli
+
     env = {k: v for k, v in os.environ.items() if not k.startswith("OVERSPILL_")}
-    env.update(OVERSPILL_HOME=str(tmp_path / "home"), OVERSPILL_LOCAL_SERVER=local_server)
+    env.update(
+        OVERSPILL_HOME=str(tmp_path / "home"),
+        OVERSPILL_LOCAL_SERVER="off" if local_server == "off" else "on",
+    )
+    if local_server == "on":  # (a reading verb waits for the server it starts)
+        assert run_cli(cli_env(OVERSPILL_HOME=tmp_path / "home"), "ls").returncode == 0
     out = subprocess.run(
         [sys.executable, "-c", _LOADED, *args],
         capture_output=True,

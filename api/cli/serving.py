@@ -43,6 +43,7 @@ def register(sub: Any) -> None:
     ssub.add_parser("stop", help="stop it (the next verb starts a new one)")
     run = ssub.add_parser("run", help="run it in the foreground (verbs start it themselves)")
     run.add_argument("--ready-fd", type=int, help=argparse.SUPPRESS)
+    run.add_argument("--hold-fd", type=int, help=argparse.SUPPRESS)
     server.set_defaults(func=cmd_server)
 
     mcp = sub.add_parser(
@@ -66,7 +67,7 @@ def cmd_server(ctx: CliContext, args: argparse.Namespace) -> int:
     if args.server_verb == "run":
         from ..server.running import serve_local
 
-        return serve_local(ctx.settings, args.ready_fd)
+        return serve_local(ctx.settings, args.ready_fd, args.hold_fd)
     if args.server_verb == "stop":
         stopped = local.stop()
         print("stopped the local server" if stopped else "no local server was running")

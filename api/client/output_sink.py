@@ -28,6 +28,8 @@ def output_sink(settings: Settings, warn: Callable[[str], None]) -> DeferredSink
     def build() -> OutputSink:
         from overspill.artifacts.writing.db_retry import PRODUCER_RETRY_S, retrying
 
+        starting = False  # a local server is starting, and sweeps once it is up
+
         if c.url:
             from .sinks import RemoteSink
             from .wire import Endpoint, WireClient
@@ -35,15 +37,20 @@ def output_sink(settings: Settings, warn: Callable[[str], None]) -> DeferredSink
             client = WireClient(Endpoint.parse(c.url), token=c.token, timeout=300)
             return RemoteSink(client, session_id=c.session_id, max_bytes=max_bytes)
         if c.local_server:
-            from .local_server import LocalServer, LocalServerUnavailable
+            from .local_server import LocalServer, LocalServerUnavailable, ServerStarting
             from .sinks import LocalServerSink
 
             try:
-                # (A server that could not start because the database was away
-                # for a moment -- a restart -- is started again.)
+                # A server that is not up is started for the commands that follow;
+                # this one stores from its own process meanwhile. (One that could
+                # not be reached because the database was away for a moment -- a
+                # restart -- is tried again.)
                 served = retrying(
-                    lambda: LocalServer(settings).client(c.owner, "admin"), PRODUCER_RETRY_S
+                    lambda: LocalServer(settings).client(c.owner, "admin", wait=False),
+                    PRODUCER_RETRY_S,
                 )
+            except ServerStarting:
+                starting = True
             except LocalServerUnavailable as exc:
                 warn(f"{exc.message}; storing from this process instead")
             else:
@@ -55,7 +62,8 @@ def output_sink(settings: Settings, warn: Callable[[str], None]) -> DeferredSink
         from ..cleanup import sweep_soon
 
         store = retrying(lambda: ArtifactStore.open(settings.store), PRODUCER_RETRY_S)
-        sweep_soon(store, settings.shell, settings.server.sweep_interval_s)
+        if not starting:
+            sweep_soon(store, settings.shell, settings.server.sweep_interval_s)
         return StoreSink(
             store,
             Principal(name=c.owner, role="agent"),

@@ -213,8 +213,10 @@ def _identity(settings: Settings, home: str) -> dict[str, Any]:
     }
 
 
-def serve_local(settings: Settings, ready_fd: int | None = None) -> int:
-    """The detached local server of ``settings.store.home`` (``server run``)."""
+def serve_local(settings: Settings, ready_fd: int | None = None, hold_fd: int | None = None) -> int:
+    """The detached local server of ``settings.store.home`` (``server run``).
+    ``ready_fd``: told ``ready`` (or the store's error) by a verb that waits;
+    ``hold_fd``: the start lock of a verb that did not wait, held until ready."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     try:
         home = ensure_home(settings.store.home)
@@ -222,7 +224,7 @@ def serve_local(settings: Settings, ready_fd: int | None = None) -> int:
             if not mine:
                 print(f"overspill: a local server of {home} is already running", file=sys.stderr)
                 return 1
-            return _serve_local(settings, home, ready_fd)
+            return _serve_local(settings, home, ready_fd, hold_fd)
     except OverspillError as exc:
         # Tell the verb waiting for us why, so it can say it (and not try the
         # same store in its own process).
@@ -231,7 +233,7 @@ def serve_local(settings: Settings, ready_fd: int | None = None) -> int:
         raise
 
 
-def _serve_local(settings: Settings, home: str, ready_fd: int | None) -> int:
+def _serve_local(settings: Settings, home: str, ready_fd: int | None, hold_fd: int | None) -> int:
     store = ArtifactStore.open(settings.store)
     path = socket_path(home)
     sock = _unix_socket(path)
@@ -243,6 +245,8 @@ def _serve_local(settings: Settings, home: str, ready_fd: int | None) -> int:
         if ready_fd is not None:
             os.write(ready_fd, b"ready\n")
             os.close(ready_fd)
+        if hold_fd is not None:
+            os.close(hold_fd)  # the start lock: a verb waiting on it finds us up
 
     def still_ours() -> bool:
         try:
