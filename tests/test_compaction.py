@@ -9,6 +9,7 @@ import hashlib
 import os
 import random
 import threading
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -443,3 +444,46 @@ def test_the_row_cache_keeps_the_most_recent_lists_within_its_rows() -> None:
     assert cache.get("big", 1) is None
     cache.drop("a2")
     assert cache.get("a2", 1) is None
+
+
+def test_a_long_read_of_a_compacted_output_decodes_every_other_frame_ahead(
+    store: ArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A grep or a download decodes every frame: a second thread decodes every
+    other one meanwhile. The bytes are the same; a read stopped early leaves no
+    frame waiting to be decoded; a window decodes nothing ahead."""
+    import overspill.artifacts.stored.decode_ahead as ahead_module
+    from overspill.artifacts.stored.frame_cache import FRAMES
+    from overspill.artifacts.stored.frames import decode as real
+
+    data = _log(100_000)  # ~4 MB: about 16 frames
+    artifact_id = write_artifact(store, data)
+    assert store.compactor.compact(artifact_id)
+    where: list[str] = []
+
+    def noting(codec: str | None, stored: bytes, size: int, upto: int | None = None) -> bytes:
+        where.append(threading.current_thread().name)
+        return real(codec, stored, size, upto)
+
+    monkeypatch.setattr(ahead_module, "decode", noting)
+    FRAMES.clear()
+    assert _everything(store, ALICE, artifact_id) == data
+    frames = -(-len(data) // FRAME_BYTES)
+    assert where and all(name.startswith("frame-decode") for name in where)
+    assert frames // 2 - 2 <= len(where) <= frames // 2 + 1
+
+    FRAMES.clear()
+    where.clear()
+    _, content = store.open_content(ALICE, artifact_id)
+    reading = content.iter_range(0, content.size)
+    assert isinstance(reading, types.GeneratorType)
+    assert next(reading)[:7] == data[:7]
+    reading.close()  # stopped early: what was sent ahead is cancelled or done
+    pool = ahead_module._decoder()
+    pool.submit(lambda: None).result()  # (the decoder has caught up)
+    assert len(where) <= ahead_module.AHEAD
+
+    FRAMES.clear()
+    where.clear()
+    assert store.read_bytes(ALICE, artifact_id, 5 * FRAME_BYTES - 9, 5 * FRAME_BYTES + 9)
+    assert where == []

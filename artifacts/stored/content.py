@@ -4,7 +4,7 @@ A :class:`Content` is a snapshot of what was committed when it was taken (``size
 Segments never change once published, so every read inside that size is stable
 even while the writer keeps appending, and no read needs the whole artifact.
 
-One module (about 440 lines) because a Content's segment lookups, its reads and
+One module (about 480 lines) because a Content's segment lookups, its reads and
 its line index share one cache of segments and decoded frames.
 """
 
@@ -30,6 +30,7 @@ from overspill.artifacts.errors import (
     NotFound,
     StorageUnavailable,
 )
+from overspill.artifacts.stored.decode_ahead import MIN_FRAMES, Ahead
 from overspill.artifacts.stored.frame_cache import FRAMES, ROWS
 from overspill.artifacts.stored.frames import FRAME_BYTES, decode
 
@@ -295,28 +296,37 @@ class Content:
                     yield chunk, first.newlines if whole and len(chunk) == first.size else None
                 continue
             stored, base = b"", -1
-            for seg in run:
-                if seg.offset > pos:
-                    raise self._on_missing()
-                upto = min(end, seg.end) - seg.offset  # the frame's bytes this read needs
-                where = (seg.key, seg.blob_offset)
-                # Decoded by an earlier read, or by this one: a tail or a line
-                # lookup reaches the same frame several times.
-                frame = FRAMES.get(where) or b""
-                if len(frame) < upto:
-                    if base < 0:  # the rest of the run, in one ranged read
-                        base = seg.blob_offset
-                        stored = b"".join(
-                            self._blobs.read(seg.key, base, last.blob_offset + last.stored_size)
-                        )
-                    at = seg.blob_offset - base
-                    packed = stored[at : at + (seg.stored_size or 0)]
-                    frame = decode(seg.codec, packed, seg.size, upto)
-                    FRAMES.put(where, frame)  # whole, or the start a window needed
-                whole = pos == seg.offset and upto == seg.size
-                piece = frame[pos - seg.offset : upto]
-                pos += len(piece)
-                yield piece, seg.newlines if whole else None
+            ahead: Ahead | None = None
+            try:
+                for i, seg in enumerate(run):
+                    if seg.offset > pos:
+                        raise self._on_missing()
+                    upto = min(end, seg.end) - seg.offset  # the frame's bytes this read needs
+                    where = (seg.key, seg.blob_offset)
+                    # Decoded by an earlier read, or by this one: a tail or a line
+                    # lookup reaches the same frame several times.
+                    frame = FRAMES.get(where) or b""
+                    if len(frame) < upto:
+                        if base < 0:  # the rest of the run, in one ranged read
+                            base = seg.blob_offset
+                            stored = b"".join(
+                                self._blobs.read(seg.key, base, last.blob_offset + last.stored_size)
+                            )
+                            ahead = _ahead(run, stored, base, i + 1, end)
+                        taken = ahead.take(i) if ahead is not None else None
+                        if taken is None:
+                            at = seg.blob_offset - base
+                            packed = stored[at : at + (seg.stored_size or 0)]
+                            taken = decode(seg.codec, packed, seg.size, upto)
+                        frame = taken
+                        FRAMES.put(where, frame)  # whole, or the start a window needed
+                    whole = pos == seg.offset and upto == seg.size
+                    piece = frame[pos - seg.offset : upto]
+                    pos += len(piece)
+                    yield piece, seg.newlines if whole else None
+            finally:
+                if ahead is not None:
+                    ahead.close()
         if pos < end:
             raise self._on_missing()
 
@@ -391,6 +401,16 @@ class Content:
 
 _RUN_BYTES = 4 * 1024 * 1024
 """Adjacent frames read in one request, up to this many stored bytes."""
+
+
+def _ahead(run: list[SegmentRef], stored: bytes, base: int, first: int, end: int) -> Ahead | None:
+    """Decoding ahead for the frames from ``first`` on that this read needs whole,
+    when there are enough of them (``decode_ahead.MIN_FRAMES``)."""
+    last = first
+    while last < len(run) and run[last].end <= end:
+        last += 1
+    packed = sum(1 for seg in run[first:last] if seg.codec is not None)
+    return Ahead(run, stored, base, first, last) if packed >= MIN_FRAMES else None
 
 
 def _runs(segments: Iterator[SegmentRef], end: int) -> Iterator[list[SegmentRef]]:
