@@ -17,8 +17,11 @@ command can go under. Measured:
   greps over a 200 MB artifact (100 MB with --quick), and ``/healthz`` p99 then;
 * the idle local server's RSS.
 
-The cold first call misses its 300 ms by about 4x, and trimming imports
-cannot close that. Measured here (2 cores): a verb with no server running waits
+A command's first overflow with no server up does not wait for one: it starts
+the server for what follows and stores from its own process, which opens the
+store alone (~0.4 s; ``api.client.local_server``). A reading verb's first call
+still waits for the server, and misses its 500 ms; trimming imports cannot
+close that. Measured here (2 cores): a verb with no server running waits
 1.1-1.2 s. Of that, 1.2-1.4 s is spawn to ready, nearly all imports: `python -X
 importtime` of `overspill.api.server.running` is 0.64-0.9 s, of which the
 store is 0.35 s (SQLAlchemy engine and ORM ~0.2 s, pydantic and the records
@@ -30,7 +33,8 @@ server answers /healthz 0.68-0.69 s after it starts; imports are 0.54 s). The fl
 of this stack (interpreter, SQLAlchemy, FastAPI, pydantic) is already ~0.45 s.
 Levers: a server that stays up between sessions (a user service, socket-activated)
 rather than only while busy; an answer from the verb's own process for the
-first read while the server starts (still ~0.45 s of the same imports); or a
+first read while the server starts (measured: `ls` on a fresh home took
+712-722 ms in its own process against 742-787 ms waiting, the same imports); or a
 store reader without SQLAlchemy for the read verbs (a second path to the store,
 which the one-way design rules out).
 
@@ -368,7 +372,7 @@ def main() -> None:
 
     reads = ("cat_tail_5", "info", "ls", "grep")
     worst_read = max(f[f"warm_{r}_ratio"] for r in reads)
-    worst_cold = max(v for k, v in f.items() if k.startswith("cold_") and k.endswith("_ms"))
+    worst_cold_read = max(f[f"cold_{r}_ms"] for r in reads)
     targets = {
         "warm_run_seq_20000": target(
             "<= 2x python -I -c pass",
@@ -379,7 +383,11 @@ def main() -> None:
         "run_true": target(
             "<= 4x python -I -c pass", f["warm_run_true_ratio"], f["warm_run_true_ratio"] <= 4
         ),
-        "cold_first_call": target("<= 300 ms", worst_cold, worst_cold <= 300),
+        # (Issue 50: a first call with no server up within half a second.)
+        "cold_first_run": target(
+            "<= 500 ms", f["cold_run_seq_20000_ms"], f["cold_run_seq_20000_ms"] <= 500
+        ),
+        "cold_first_read": target("<= 500 ms", worst_cold_read, worst_cold_read <= 500),
         "run_64mib_vs_cat": target(">= 0.35", f["run_vs_cat_64mib"], f["run_vs_cat_64mib"] >= 0.35),
         "keepalive_p50": target(
             "<= 2 ms", f["keepalive_healthz_p50_ms"], f["keepalive_healthz_p50_ms"] <= 2
