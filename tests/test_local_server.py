@@ -352,3 +352,27 @@ def test_a_command_stores_without_waiting_for_the_server_it_starts_and_a_reader_
     assert _pids(home) == [server]  # the reader waited for it, and it answered
     status = json.loads(run_cli(env, "server", "status", "--json").stdout)
     assert status["pid"] == server
+
+
+def test_a_server_that_hangs_on_its_way_up_costs_a_waiting_verb_a_bound_not_forever(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server started for later verbs holds the start lock until it is ready;
+    one that never gets there (held here by the test, as a hung start would)
+    makes a verb that waits give up after the start timeout, with the reason."""
+    from overspill.api.client import local_server
+    from overspill.api.settings import Settings
+
+    home = tmp_path / "home"
+    for name, value in _env(home).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(local_server, "START_TIMEOUT_S", 0.5)
+    server = local_server.LocalServer(Settings.load())
+    home.mkdir(mode=0o700)
+    with local_server.flocked(str(home / local_server.START_LOCK)) as held:
+        assert held
+        started = time.monotonic()
+        with pytest.raises(local_server.LocalServerUnavailable, match="has been starting"):
+            server.client("user:tester", "admin")
+        assert 0.5 <= time.monotonic() - started < 5
+    assert _pids(home) == []  # nothing was started behind the lock

@@ -117,13 +117,15 @@ def socket_path(home: str, name: str = SOCKET) -> str:
 
 
 @contextmanager
-def flocked(path: str, *, wait: bool = True) -> Iterator[bool]:
+def flocked(path: str, *, wait: bool = True, within_s: float | None = None) -> Iterator[bool]:
     """An exclusive ``flock`` on ``path`` (made 0600); yields False when ``wait``
-    is off and another process holds it. Waiting, it tries every 10 ms and
-    notes headway meanwhile: another process is starting the server, which is
-    storage getting on (``artifacts.headway``), not storage stuck."""
+    is off and another process holds it, or still holds it after ``within_s``.
+    Waiting, it tries every 10 ms and notes headway meanwhile: another process
+    is starting the server, which is storage getting on (``artifacts.headway``),
+    not storage stuck."""
     import fcntl
 
+    deadline = None if within_s is None else time.monotonic() + within_s
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
         while True:
@@ -131,7 +133,7 @@ def flocked(path: str, *, wait: bool = True) -> Iterator[bool]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
-                if not wait:
+                if not wait or (deadline is not None and time.monotonic() > deadline):
                     yield False
                     return
                 headway.note()
@@ -216,7 +218,13 @@ class LocalServer:
 
     def _start(self) -> None:
         ensure_home(self.home)
-        with flocked(os.path.join(self.home, START_LOCK)):
+        # (A server started for later verbs holds the lock until it is ready: one
+        # that hangs on its way up costs a waiting verb this long, not forever.)
+        with flocked(os.path.join(self.home, START_LOCK), within_s=START_TIMEOUT_S) as got:
+            if not got:
+                raise LocalServerUnavailable(
+                    f"a local server of {self.home} has been starting for {START_TIMEOUT_S:g} s"
+                )
             probe = WireClient(self.endpoint, timeout=5)
             try:
                 if self._handshake(probe) is not None:
