@@ -491,3 +491,25 @@ def test_a_long_read_of_a_compacted_output_decodes_every_other_frame_ahead(
     where.clear()
     assert store.read_bytes(ALICE, artifact_id, 5 * FRAME_BYTES - 9, 5 * FRAME_BYTES + 9)
     assert where == []
+
+
+def test_a_long_read_keeps_only_its_first_frames_and_a_short_one_keeps_what_it_decodes(
+    store: ArtifactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scan of the whole output keeps LONG_READ_KEEPS of its frames in the
+    process's cache, not all it decodes (which pushed out the short reads' frames
+    and halved decoding speed); a window keeps its frame for the next read."""
+    import overspill.artifacts.stored.content as content_module
+    from overspill.artifacts.stored.frame_cache import FRAMES
+
+    monkeypatch.setattr(content_module, "LONG_READ_KEEPS", 2 * FRAME_BYTES)
+    data = _log(100_000, seed=51)
+    artifact_id = write_artifact(store, data)
+    assert store.compactor.compact(artifact_id)
+    FRAMES.clear()
+    assert _everything(store, ALICE, artifact_id) == data
+    assert 0 < FRAMES.size <= 2 * FRAME_BYTES
+    FRAMES.clear()
+    window = store.read_bytes(ALICE, artifact_id, 9 * FRAME_BYTES + 5, 9 * FRAME_BYTES + 70_000)
+    assert window == data[9 * FRAME_BYTES + 5 : 9 * FRAME_BYTES + 70_000]
+    assert FRAMES.size >= 70_000

@@ -4,7 +4,7 @@ A :class:`Content` is a snapshot of what was committed when it was taken (``size
 Segments never change once published, so every read inside that size is stable
 even while the writer keeps appending, and no read needs the whole artifact.
 
-One module (about 480 lines) because a Content's segment lookups, its reads and
+One module (about 490 lines) because a Content's segment lookups, its reads and
 its line index share one cache of segments and decoded frames.
 """
 
@@ -33,6 +33,12 @@ from overspill.artifacts.errors import (
 from overspill.artifacts.stored.decode_ahead import MIN_FRAMES, Ahead
 from overspill.artifacts.stored.frame_cache import FRAMES, ROWS
 from overspill.artifacts.stored.frames import FRAME_BYTES, decode
+
+LONG_READ_KEEPS = 4 * 1024 * 1024
+"""Decoded bytes a long read (of ``decode_ahead.MIN_FRAMES`` frames or more: a
+grep, a download) puts in the frame cache; the rest it drops once read. A 32 MiB grep that kept every
+frame took 26.9 ms, one that kept none 13.2: each frame kept is fresh memory to
+decode into, and pushes out what the short reads keep."""
 
 PLANNED = 4096
 """Segments a read fetches before its first byte (32 GiB at the default 8 MiB)."""
@@ -284,6 +290,8 @@ class Content:
         """Bytes [pos, end) from ``segments`` (with newlines, see ``iter_counted``):
         a plain segment by a ranged read, a run of adjacent frames of one blob by
         one ranged read (one GET on S3)."""
+        kept = 0  # bytes of decoded frames this read put in the frame cache
+        long = end - pos >= MIN_FRAMES * FRAME_BYTES
         for run in _runs(segments, end):
             first, last = run[0], run[-1]
             if first.offset > pos:  # a hole: segments were purged mid-read
@@ -319,7 +327,9 @@ class Content:
                             packed = stored[at : at + (seg.stored_size or 0)]
                             taken = decode(seg.codec, packed, seg.size, upto)
                         frame = taken
-                        FRAMES.put(where, frame)  # whole, or the start a window needed
+                        if not long or kept < LONG_READ_KEEPS:
+                            FRAMES.put(where, frame)  # whole, or the start a window needed
+                            kept += len(frame)
                     whole = pos == seg.offset and upto == seg.size
                     piece = frame[pos - seg.offset : upto]
                     pos += len(piece)
