@@ -496,8 +496,8 @@ def test_a_long_read_of_a_compacted_output_decodes_every_other_frame_ahead(
 def test_a_long_read_keeps_only_its_first_frames_and_a_short_one_keeps_what_it_decodes(
     store: ArtifactStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A scan of the whole output keeps LONG_READ_KEEPS of its frames in the
-    process's cache, not all it decodes (which pushed out the short reads' frames
+    """A scan of the whole output keeps LONG_READ_KEEPS of its first frames and
+    those of its last END_KEEPS bytes in the process's cache, not all it decodes (which pushed out the short reads' frames
     and halved decoding speed); a window keeps its frame for the next read."""
     import overspill.artifacts.stored.content as content_module
     from overspill.artifacts.stored.frame_cache import FRAMES
@@ -506,9 +506,10 @@ def test_a_long_read_keeps_only_its_first_frames_and_a_short_one_keeps_what_it_d
     data = _log(100_000, seed=51)
     artifact_id = write_artifact(store, data)
     assert store.compactor.compact(artifact_id)
+    monkeypatch.setattr(content_module, "END_KEEPS", 1)
     FRAMES.clear()
     assert _everything(store, ALICE, artifact_id) == data
-    assert 0 < FRAMES.size <= 2 * FRAME_BYTES
+    assert 0 < FRAMES.size <= 3 * FRAME_BYTES  # the first two, and the last
     FRAMES.clear()
     window = store.read_bytes(ALICE, artifact_id, 9 * FRAME_BYTES + 5, 9 * FRAME_BYTES + 70_000)
     assert window == data[9 * FRAME_BYTES + 5 : 9 * FRAME_BYTES + 70_000]

@@ -36,9 +36,13 @@ from overspill.artifacts.stored.frames import FRAME_BYTES, decode
 
 LONG_READ_KEEPS = 4 * 1024 * 1024
 """Decoded bytes a long read (of ``decode_ahead.MIN_FRAMES`` frames or more: a
-grep, a download) puts in the frame cache; the rest it drops once read. A 32 MiB grep that kept every
-frame took 26.9 ms, one that kept none 13.2: each frame kept is fresh memory to
-decode into, and pushes out what the short reads keep."""
+grep, a download) puts in the frame cache first; past them it drops what it
+has read. A 32 MiB grep that kept every frame took 26.9 ms, one that kept none
+13.2: each frame kept is fresh memory to decode into, and pushes out what the
+short reads keep."""
+
+END_KEEPS = 1024 * 1024
+"""... and the frames of the output's last bytes, which a tail reads again."""
 
 PLANNED = 4096
 """Segments a read fetches before its first byte (32 GiB at the default 8 MiB)."""
@@ -327,7 +331,7 @@ class Content:
                             packed = stored[at : at + (seg.stored_size or 0)]
                             taken = decode(seg.codec, packed, seg.size, upto)
                         frame = taken
-                        if not long or kept < LONG_READ_KEEPS:
+                        if not long or kept < LONG_READ_KEEPS or seg.end > self.size - END_KEEPS:
                             FRAMES.put(where, frame)  # whole, or the start a window needed
                             kept += len(frame)
                     whole = pos == seg.offset and upto == seg.size
