@@ -123,6 +123,14 @@ def flocked(path: str, *, wait: bool = True, within_s: float | None = None) -> I
     Waiting, it tries every 10 ms and notes headway meanwhile: another process
     is starting the server, which is storage getting on (``artifacts.headway``),
     not storage stuck."""
+    with _locked_fd(path, wait, within_s) as fd:
+        yield fd is not None
+
+
+@contextmanager
+def _locked_fd(path: str, wait: bool, within_s: float | None) -> Iterator[int | None]:
+    """``flocked``, yielding the locked descriptor (None when not taken): a
+    server started for later verbs is handed it, and holds the lock on."""
     import fcntl
 
     deadline = None if within_s is None else time.monotonic() + within_s
@@ -134,11 +142,11 @@ def flocked(path: str, *, wait: bool = True, within_s: float | None = None) -> I
                 break
             except BlockingIOError:
                 if not wait or (deadline is not None and time.monotonic() > deadline):
-                    yield False
+                    yield None
                     return
                 headway.note()
                 time.sleep(0.01)
-        yield True
+        yield fd
     finally:
         os.close(fd)
 
@@ -225,21 +233,13 @@ class LocalServer:
                 raise LocalServerUnavailable(
                     f"a local server of {self.home} has been starting for {START_TIMEOUT_S:g} s"
                 )
-            probe = WireClient(self.endpoint, timeout=5)
-            try:
-                if self._handshake(probe) is not None:
-                    return  # another client started it while this one waited
-            finally:
-                probe.close()
+            if self._answers():
+                return  # another client started it while this one waited
             if not self._wait_for_lock(10.0):
                 raise LocalServerUnavailable(
                     f"a local server of {self.home} holds its lock but does not answer"
                 )
-            with flocked(os.path.join(self.home, RUN_LOCK), wait=False):
-                try:
-                    os.unlink(socket_path(self.home))  # a dead server's socket
-                except FileNotFoundError:
-                    pass
+            self._drop_dead_socket()
             self._spawn()
 
     def _start_detached(self) -> None:
@@ -248,31 +248,32 @@ class LocalServer:
         (``_start``) waits for this one instead of starting another, and one that
         does not finds the lock taken and leaves it be."""
         ensure_home(self.home)
-        import fcntl
+        with _locked_fd(os.path.join(self.home, START_LOCK), False, None) as lock:
+            # Not taken: another verb is starting it. Answering: it came up
+            # meanwhile. A run lock held: one runs, or is stopping. Either way
+            # the next call finds it or sees to it.
+            if lock is None or self._answers() or not self._drop_dead_socket():
+                return
+            self._popen(["--hold-fd", str(lock)], lock)  # (its copy holds the lock on)
 
-        path = os.path.join(self.home, START_LOCK)
-        lock = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+    def _answers(self) -> bool:
+        """Whether the right server answers now (a wrong one is asked to stop)."""
+        probe = WireClient(self.endpoint, timeout=5)
         try:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return  # another verb is starting it
-            probe = WireClient(self.endpoint, timeout=5)
-            try:
-                if self._handshake(probe) is not None:
-                    return  # it came up meanwhile (the next call finds it)
-            finally:
-                probe.close()
-            with flocked(os.path.join(self.home, RUN_LOCK), wait=False) as free:
-                if not free:
-                    return  # one runs, or is stopping: the next call sees to it
+            return self._handshake(probe) is not None
+        finally:
+            probe.close()
+
+    def _drop_dead_socket(self) -> bool:
+        """Remove the socket of a server that is gone; False, removing nothing,
+        while a server holds the run lock (running, or stopping)."""
+        with flocked(os.path.join(self.home, RUN_LOCK), wait=False) as free:
+            if free:
                 try:
-                    os.unlink(socket_path(self.home))  # a dead server's socket
+                    os.unlink(socket_path(self.home))
                 except FileNotFoundError:
                     pass
-            self._popen(["--hold-fd", str(lock)], lock)
-        finally:
-            os.close(lock)  # (the server's copy holds the lock on)
+        return free
 
     def _wait_for_lock(self, timeout: float) -> bool:
         """Wait for the run lock to be free (a server that is stopping)."""

@@ -30,7 +30,7 @@ from overspill.artifacts.errors import (
     NotFound,
     StorageUnavailable,
 )
-from overspill.artifacts.stored.decode_ahead import MIN_FRAMES, Ahead
+from overspill.artifacts.stored.decode_ahead import MIN_FRAMES, Ahead, packed
 from overspill.artifacts.stored.frame_cache import FRAMES, ROWS
 from overspill.artifacts.stored.frames import FRAME_BYTES, decode
 
@@ -327,9 +327,7 @@ class Content:
                             ahead = _ahead(run, stored, base, i + 1, end)
                         taken = ahead.take(i) if ahead is not None else None
                         if taken is None:
-                            at = seg.blob_offset - base
-                            packed = stored[at : at + (seg.stored_size or 0)]
-                            taken = decode(seg.codec, packed, seg.size, upto)
+                            taken = decode(seg.codec, packed(seg, stored, base), seg.size, upto)
                         frame = taken
                         if not long or kept < LONG_READ_KEEPS or seg.end > self.size - END_KEEPS:
                             FRAMES.put(where, frame)  # whole, or the start a window needed

@@ -49,6 +49,13 @@ class Frame(Protocol):
     def stored_size(self) -> int | None: ...
 
 
+def packed(frame: Frame, stored: bytes, base: int) -> bytes:
+    """``frame``'s stored bytes, out of those of its run read from blob offset
+    ``base``."""
+    at = frame.blob_offset - base
+    return stored[at : at + (frame.stored_size or 0)]
+
+
 def _decoder() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
@@ -81,9 +88,9 @@ class Ahead:
             return
         self._next = i + STRIDE
         seg = self._run[i]
-        at = seg.blob_offset - self._base
-        packed = self._stored[at : at + (seg.stored_size or 0)]
-        self._jobs[i] = _decoder().submit(decode, seg.codec, packed, seg.size)
+        self._jobs[i] = _decoder().submit(
+            decode, seg.codec, packed(seg, self._stored, self._base), seg.size
+        )
 
     def take(self, i: int) -> bytes | None:
         """Frame ``i`` decoded whole, or None if it was not sent ahead (or its
