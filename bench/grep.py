@@ -5,7 +5,7 @@ local server warm), each row is a whole command, timed end to end, output to a
 file (GNU grep stops at the first match when its output is /dev/null),
 interleaved repetitions, medians:
 
-- each row on the output as printed (hot) and compacted into zstd frames
+- each row on the output as printed (hot) and compacted into compressed frames
   (cold; ``*_cold_s``, ratio ``cold_ratio_to_hot``, target >= 0.8);
 - many matches (``INFO``, a third of the lines): ``overspill grep ID INFO``
   against ``cat f | grep -n INFO`` (the reference the issue names) and
@@ -114,7 +114,7 @@ def main() -> None:
         base.pop("PYTHONDONTWRITEBYTECODE", None)
         base.update(OVERSPILL_OWNER="user:bench", BENCH_OUT=str(Path(tmp) / "out.txt"))
         # The same bytes in two homes: one as an agent reads an output right after
-        # making it (hot: raw segments), one compacted into zstd frames (cold).
+        # making it (hot: raw segments), one compacted into compressed frames (cold).
         homes = {
             "hot": dict(base, OVERSPILL_HOME=str(Path(tmp) / "hot")),
             "cold": dict(base, OVERSPILL_HOME=str(Path(tmp) / "cold"), OVERSPILL_HOT_S="0"),

@@ -3,13 +3,16 @@
 Five outputs of 32 MiB each (8 MiB with --quick), made to look like what agents
 print: a compiler log, a pytest run, an npm install, a JSON-lines service log,
 and random bytes. Each is stored twice in a fresh local store (SQLite + files):
-one copy left as written, one compacted into zstd frames. Per output:
+one copy left as written, one compacted into compressed frames. Per output:
 
 - ``stored_pct``: the compacted copy's blobs plus its frame rows (key, digest and
   six integers per frame), as a share of the output. Targets: <= 20% on the logs,
   <= 101% on random bytes.
-- ``vs_zstd3``: that against ``zstd -3`` of the same 256 KiB frames, in memory
-  (the codec's own best for this frame size). Target <= 1.15.
+- ``vs_codec``: that against the store's codec (``auto``: lz4 or zstd -3 per
+  frame) over the same 256 KiB frames, in memory: what the frame rows and the
+  layout add to the codec's own best for this frame size. Target <= 1.15.
+  ``vs_zstd3`` is the same against ``zstd -3`` alone (what ``compression =
+  "zstd"`` stores), a figure: what reading 3-4x faster costs in disk.
 - ``capture_ratio``: writing the output through a store writer with compression
   on, against the same with it off, interleaved (compression happens after the
   end, on a server's background thread, so capture is the raw path; target
@@ -140,6 +143,7 @@ OUTPUTS: dict[str, Callable[[int, random.Random], bytes]] = {
 
 
 def _store(home: Path, level: int):  # type: ignore[no-untyped-def]
+    """A store that compacts with the default codec (``level`` 0: compression off)."""
     from overspill.artifacts.config import StoreSettings
     from overspill.artifacts.store import ArtifactStore
 
@@ -194,15 +198,15 @@ def measure(
     from overspill.artifacts.queries import GrepQuery, TailQuery
     from overspill.artifacts.records import Principal
     from overspill.artifacts.stored.frame_cache import clear_read_caches
-    from overspill.artifacts.stored.frames import FRAME_BYTES, _codec
+    from overspill.artifacts.stored.frames import FRAME_BYTES, ZSTD, encode
 
-    zstd = _codec()
     who = Principal(name="user:bench", role="user")
     size = len(data)
-    ref = sum(
-        len(zstd.compress(data[i : i + FRAME_BYTES], level=3))
-        for i in range(0, len(data), FRAME_BYTES)
-    )
+    frames = [data[i : i + FRAME_BYTES] for i in range(0, len(data), FRAME_BYTES)]
+    codec, level = on.settings.compression, on.settings.compression_level
+    ref = sum(len(encode(f, codec, level)[1]) for f in frames)
+    zstd3 = sum(len(encode(f, ZSTD, 3)[1]) for f in frames)
+    del frames
     # Capture: compression on against off, interleaved.
     cap_on, cap_off = [], []
     raw_id = packed_id = ""
@@ -244,8 +248,10 @@ def measure(
     pct = stored * 100 / len(data)
     vs = stored / ref
     figures[f"{name}_stored_pct"] = round(pct, 2)
-    figures[f"{name}_zstd3_pct"] = round(ref * 100 / len(data), 2)
-    figures[f"{name}_vs_zstd3"] = round(vs, 3)
+    figures[f"{name}_codec_pct"] = round(ref * 100 / len(data), 2)
+    figures[f"{name}_vs_codec"] = round(vs, 3)
+    figures[f"{name}_zstd3_pct"] = round(zstd3 * 100 / len(data), 2)
+    figures[f"{name}_vs_zstd3"] = round(stored / zstd3, 3)
     figures[f"{name}_compact_mb_s"] = round(len(data) / compact_s / 1e6, 1)
     cap = median(cap_off) / median(cap_on)
     figures[f"{name}_capture_off_s"] = round(median(cap_off), 4)
@@ -275,7 +281,7 @@ def measure(
         "got": round(pct, 2),
         "met": pct <= limit,
     }
-    targets[f"{name}_vs_zstd3"] = {
+    targets[f"{name}_vs_codec"] = {
         "want": "<= 1.15",
         "got": round(vs, 3),
         "met": vs <= 1.15,

@@ -1,4 +1,4 @@
-"""Compressed frames: an ended artifact compacted into zstd frames reads exactly
+"""Compressed frames: an ended artifact compacted into compressed frames reads exactly
 as it did, on every backend; identical frames of one owner are stored once, and
 freed when the last artifact naming them goes; nothing a failed or raced
 compaction wrote is left behind."""
@@ -83,6 +83,73 @@ def test_a_compacted_artifact_reads_exactly_as_it_did(store: ArtifactStore) -> N
     assert _reads(store, artifact_id) == before
     assert _everything(store, ALICE, artifact_id) == data
     assert not store.compactor.compact(artifact_id)  # once is enough
+
+
+def _codecs(store: ArtifactStore, artifact_id: str) -> set[str | None]:
+    _, content = store.open_content(ALICE, artifact_id)
+    return {seg.codec for seg in content.plan(0, content.size)}
+
+
+def test_each_codec_compacts_into_its_own_standard_frames_and_reads_the_others(
+    store: ArtifactStore,
+) -> None:
+    """The setting picks the codec of new frames; a frame row names its codec, so
+    outputs compacted under one setting read exactly under the other, and one
+    sharing another's frames names their codec, not the setting's."""
+    import lz4.frame
+
+    from overspill.artifacts.stored.frames import _codec
+
+    one, two = _log(20_000, seed=5), _log(20_000, seed=6)
+    store.ctx.settings = store.ctx.settings.replace(compression="zstd")
+    as_zstd = write_artifact(store, one)
+    assert store.compactor.compact(as_zstd)
+    store.ctx.settings = store.ctx.settings.replace(compression="lz4")
+    as_lz4, shares = write_artifact(store, two), write_artifact(store, one)
+    assert store.compactor.compact(as_lz4) and store.compactor.compact(shares)
+
+    assert _codecs(store, as_zstd) == {"zstd"} and _codecs(store, shares) == {"zstd"}
+    assert _codecs(store, as_lz4) == {"lz4"}
+    assert store.get(ALICE, shares).stored_bytes == 0
+    for artifact_id, data in ((as_zstd, one), (as_lz4, two), (shares, one)):
+        assert _everything(store, ALICE, artifact_id) == data
+    # Each frame is the codec's own format: its reference decoder reads it whole.
+    for artifact_id, data, decoder in (
+        (as_zstd, one, _codec().decompress),
+        (as_lz4, two, lz4.frame.decompress),
+    ):
+        _, content = store.open_content(ALICE, artifact_id)
+        first = content.plan(0, content.size)[0]
+        assert first.stored_size is not None
+        stored = b"".join(
+            store.blobs.read(first.key, first.blob_offset, first.blob_offset + first.stored_size)
+        )
+        assert decoder(stored) == data[:FRAME_BYTES]
+
+
+def test_auto_keeps_lz4_for_a_log_and_zstd_for_digits_lz4_cannot_shrink(
+    store: ArtifactStore,
+) -> None:
+    """The default: each frame is lz4 (fast to read) unless that stores more than
+    5% of the frame beyond zstd, as digits do (lz4 has no entropy stage)."""
+    from overspill.artifacts.stored.frames import LZ4_MARGIN, _codec
+
+    assert store.ctx.settings.compression == "auto"
+    log, digits = _log(20_000, seed=8), b"".join(b"%d\n" % i for i in range(120_000))
+    as_log, as_digits = write_artifact(store, log), write_artifact(store, digits)
+    assert store.compactor.compact(as_log) and store.compactor.compact(as_digits)
+    _, content = store.open_content(ALICE, as_log)
+    whole = {seg.codec for seg in content.plan(0, content.size) if seg.size == FRAME_BYTES}
+    assert whole == {"lz4"} and _codecs(store, as_digits) == {"zstd"}
+    zstd_alone = sum(
+        len(_codec().compress(digits[i : i + FRAME_BYTES], level=3))
+        for i in range(0, len(digits), FRAME_BYTES)
+    )
+    assert store.get(ALICE, as_digits).stored_bytes == zstd_alone
+    stored = store.get(ALICE, as_log).stored_bytes
+    assert stored is not None and stored < len(log) * (0.3 + LZ4_MARGIN)
+    assert _everything(store, ALICE, as_log) == log
+    assert _everything(store, ALICE, as_digits) == digits
 
 
 def test_random_bytes_stay_raw_and_cost_nothing_extra(store: ArtifactStore) -> None:

@@ -356,7 +356,7 @@ def test_a_compressed_artifact_shows_both_sizes_and_reads_the_same(page: Any, si
     sign_in(page, site, site.alice, f"/artifacts/{art}")
     page.wait_for_selector("#tail-text")
     meta = page.inner_text("dl.meta")
-    assert f"{len(data):,} bytes" in meta and "as zstd frames" in meta
+    assert f"{len(data):,} bytes" in meta and "as compressed frames" in meta
     assert f"{stored * 100 / len(data):.1f}% of the output" in meta
     assert page.inner_text("#head-text").startswith("line 1 of the build\n")
     assert page.inner_text("#tail-text").rstrip().endswith("line 50000 of the build")

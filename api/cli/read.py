@@ -301,7 +301,7 @@ def _disk_line(info: JSON) -> str:
         return "as printed (hot: compacted once it goes unread for a while)"
     kept, size = info["stored_bytes"], info["size_bytes"]
     share = f", {kept * 100 / size:.1f}% of the output" if size else ""
-    return f"{format_bytes(kept)} ({kept} bytes, zstd frames{share})"
+    return f"{format_bytes(kept)} ({kept} bytes, compressed frames{share})"
 
 
 def _expiry(info: JSON) -> str:

@@ -149,7 +149,7 @@ class Segment(Base):
     # batch share a file). Null on rows from before 0003: read from the key.
     blob_offset: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
     # A compacted artifact's segments are frames (artifacts/stored/frames.py): ``codec``
-    # "zstd" holds ``stored_size`` bytes at ``blob_offset`` that decode to ``size``
+    # "lz4" or "zstd" holds ``stored_size`` bytes at ``blob_offset`` that decode to ``size``
     # (NULL: the bytes are stored as they are). ``digest`` (sha256 of the logical
     # bytes) lets another artifact of the same owner share the frame.
     codec: Mapped[str | None] = mapped_column(String(10), nullable=True)

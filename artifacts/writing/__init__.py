@@ -6,7 +6,7 @@ are its two ways of making segments; ``publishing`` is the transactions that
 make stored segments part of an artifact; ``segments`` the write path's seams,
 ``segment_storage`` where a writer's segment bytes go before any row names them;
 ``writes`` its records; ``db_retry`` a write through a brief database outage;
-``compaction`` rewrites a cold artifact as zstd frames.
+``compaction`` rewrites a cold artifact as compressed frames.
 
 May import: ``reading`` (a writer's own reads), ``catalog``, ``ledger``,
 ``stored`` and the store's foundations (``errors``, ``records``, ``context``,

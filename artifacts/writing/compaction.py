@@ -300,7 +300,9 @@ class Compactor(Part):
                 frame.codec, frame.stored_size = same.codec, same.stored_size
                 frame.repeat, frame.shared = same.digest in mine, same.digest not in mine
                 continue
-            frame.codec, stored = encode(data, self.settings.compression_level)
+            frame.codec, stored = encode(
+                data, self.settings.compression, self.settings.compression_level
+            )
             frame.key, frame.blob_offset, frame.stored_size = key, len(pack), len(stored)
             pack += stored
             mine[frame.digest] = frame

@@ -59,7 +59,7 @@ function metadata(a, reads = null) {
       ? ["Printed", `${formatBytes(a.total_bytes)}: ${formatBytes(a.total_bytes - a.size_bytes)} past the stored prefix were not kept`]
       : null,
     a.compressed
-      ? ["On disk", `${formatBytes(a.stored_bytes)} as zstd frames` +
+      ? ["On disk", `${formatBytes(a.stored_bytes)} as compressed frames` +
           (a.size_bytes ? ` (${(a.stored_bytes * 100 / a.size_bytes).toFixed(1)}% of the output)` : "")]
       : a.state !== "writing" && a.state !== "expired" && a.state !== "deleted"
         ? ["On disk", "as printed (hot: compacted once it goes unread for a while)"]
