@@ -321,6 +321,20 @@ def test_a_legacy_spill_file_follows_its_artifact(tmp_path: Path) -> None:
     assert usage["legacy_spill_bytes"] == 0
 
 
+def _slow_start_env(tmp_path: Path, home: Path) -> dict[str, str]:
+    """The environment of a home whose server takes 3 s more to start, as on a
+    loaded machine."""
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text(
+        "import sys, time\nif '--hold-fd' in sys.argv or '--ready-fd' in sys.argv:\n"
+        "    time.sleep(3)\n"
+    )
+    env = _env(home)
+    env["PYTHONPATH"] = f"{slow}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    return env
+
+
 def test_a_command_stores_without_waiting_for_the_server_it_starts_and_a_reader_waits(
     tmp_path: Path,
 ) -> None:
@@ -329,15 +343,8 @@ def test_a_command_stores_without_waiting_for_the_server_it_starts_and_a_reader_
     (made 3 s slower here, as on a loaded machine) costs the command nothing. A
     reading verb right after waits for that server, starts no second one, and
     reads every byte."""
-    slow = tmp_path / "slow"
-    slow.mkdir()
-    (slow / "sitecustomize.py").write_text(
-        "import sys, time\nif '--hold-fd' in sys.argv or '--ready-fd' in sys.argv:\n"
-        "    time.sleep(3)\n"
-    )
     home = tmp_path / "home"
-    env = _env(home)
-    env["PYTHONPATH"] = f"{slow}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    env = _slow_start_env(tmp_path, home)
     started = time.monotonic()
     done = run_cli(env, "run", "--json", "--", "seq 1 100000")
     took = time.monotonic() - started
@@ -376,3 +383,20 @@ def test_a_server_that_hangs_on_its_way_up_costs_a_waiting_verb_a_bound_not_fore
             server.client("user:tester", "admin")
         assert 0.5 <= time.monotonic() - started < 5
     assert _pids(home) == []  # nothing was started behind the lock
+
+
+def test_server_stop_right_after_a_command_stops_the_server_still_starting(
+    tmp_path: Path,
+) -> None:
+    """A command's first overflow leaves a server starting; a stop that came
+    before it was up used to find no server and say so, and the server came up
+    after it. The stop waits for the start and stops that server."""
+    home = tmp_path / "home"
+    env = _slow_start_env(tmp_path, home)
+    done = run_cli(env, "run", "--json", "--", "seq 1 100000")
+    assert json.loads(done.stdout)["stdout"]["artifact"]["state"] == "complete"
+    assert len(_pids(home)) == 1  # starting, 3 s from ready
+    stop = run_cli(env, "server", "stop")
+    assert stop.returncode == 0, stop.stderr
+    assert b"stopped" in stop.stdout + stop.stderr
+    assert _pids(home) == []

@@ -211,7 +211,17 @@ class LocalServer:
 
     def stop(self, timeout: float = 10.0) -> bool:
         """Ask the running server to exit and wait until it has (its lock is
-        free). True if one was running."""
+        free). True if one was running. A server still starting (one a command's
+        first overflow started for the verbs after it) holds the start lock until
+        it is ready: it is waited for and stopped, not missed and left to come up
+        after the stop has said there was none."""
+        start = os.path.join(self.home, START_LOCK)
+        if os.path.exists(start):
+            with flocked(start, within_s=START_TIMEOUT_S) as got:
+                if not got:
+                    raise LocalServerUnavailable(
+                        f"a local server of {self.home} has been starting for {START_TIMEOUT_S:g} s"
+                    )
         lock = os.path.join(self.home, RUN_LOCK)
         if not os.path.exists(lock):
             return False
