@@ -30,7 +30,7 @@ from overspill.artifacts.errors import (
     NotFound,
     StorageUnavailable,
 )
-from overspill.artifacts.stored.decode_ahead import MIN_FRAMES, Ahead, packed
+from overspill.artifacts.stored.decode_ahead import MIN_FRAMES, SLOW, Ahead, packed
 from overspill.artifacts.stored.frame_cache import FRAMES, ROWS
 from overspill.artifacts.stored.frames import FRAME_BYTES, decode
 
@@ -441,8 +441,8 @@ def _ahead(run: list[SegmentRef], stored: bytes, base: int, first: int, end: int
     last = first
     while last < len(run) and run[last].end <= end:
         last += 1
-    packed = sum(1 for seg in run[first:last] if seg.codec is not None)
-    return Ahead(run, stored, base, first, last) if packed >= MIN_FRAMES else None
+    slow = sum(1 for seg in run[first:last] if seg.codec in SLOW)
+    return Ahead(run, stored, base, first, last) if slow >= MIN_FRAMES else None
 
 
 def _runs(segments: Iterator[SegmentRef], end: int) -> Iterator[list[SegmentRef]]:
