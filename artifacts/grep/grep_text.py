@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from stringzilla import count as sz_count
 from stringzilla import find as sz_find
 
 from overspill.artifacts.grep import native
@@ -97,7 +98,7 @@ class _Rows(_Grep):
         # call between close matches against ~175), else the regex engine. A
         # branch a match, not a call: a call a match cost 12% of a many-match grep.
         literal = self._literal
-        find, count = self.regex.find, chunk.count
+        find = self.regex.find
         rfind, nl = chunk.rfind, chunk.find
         end, i = last + 1, lo
         rows: list[bytes] = []
@@ -118,7 +119,9 @@ class _Rows(_Grep):
                 at = m[0]
                 le = nl(b"\n", m[1] if m[1] > at else at, end)
             ls = rfind(b"\n", i, at) + 1 or i
-            number += count(b"\n", i, ls)
+            # StringZilla's count: 1.5x bytes.count over long gaps (a rare match),
+            # and quicker a call over short ones (110 against 190 ns).
+            number += sz_count(chunk, b"\n", i, ls)
             found += 1
             if not self.count_only:
                 rows.append(b"%d:%s\n" % (number, chunk[ls:le]))
