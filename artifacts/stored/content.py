@@ -4,7 +4,7 @@ A :class:`Content` is a snapshot of what was committed when it was taken (``size
 Segments never change once published, so every read inside that size is stable
 even while the writer keeps appending, and no read needs the whole artifact.
 
-One module (about 490 lines) because a Content's segment lookups, its reads and
+One module (about 510 lines) because a Content's segment lookups, its reads and
 its line index share one cache of segments and decoded frames.
 """
 
