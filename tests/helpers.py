@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.records import Principal
@@ -115,6 +115,34 @@ def wait_until(check: Callable[[], object], timeout: float = 30.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+class Process(NamedTuple):
+    """A process as the kernel knows it: its pid and when it started. A pid alone
+    is not a process: with 32,768 pids and a suite that spawns thousands, a pid
+    that ended is given to another process within seconds, which a check by pid
+    alone would take for a survivor. Taken while the process runs."""
+
+    pid: int
+    started: str | None
+
+    @staticmethod
+    def _stat(pid: int) -> list[str] | None:
+        """/proc/PID/stat's fields after the command name (the state first)."""
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            return None
+
+    @classmethod
+    def of(cls, pid: int) -> Process:
+        fields = cls._stat(pid)
+        return cls(pid, fields[19] if fields else None)  # (field 22: the start time)
+
+    def gone(self) -> bool:
+        """Ended (a zombie has), and its pid maybe taken by another process since."""
+        fields = self._stat(self.pid)
+        return fields is None or fields[19] != self.started or fields[0] == "Z"
 
 
 def stop_local_servers(under: str, timeout: float = 15.0) -> list[tuple[int, str]]:

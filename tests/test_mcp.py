@@ -25,7 +25,7 @@ from overspill.api.agent.mcp_stdio import initialize_request
 from overspill.artifacts.store import ArtifactStore
 from overspill.shell.wording import find_calls
 from tests.api_helpers import live_server, make_api
-from tests.helpers import BOB, write_artifact
+from tests.helpers import BOB, Process, wait_until, write_artifact
 
 pytestmark = [pytest.mark.one_store, pytest.mark.slow]
 
@@ -165,6 +165,7 @@ def test_a_forgotten_id_is_found_again_with_artifact_list(mcp_env: dict[str, str
 
 def test_a_background_job_is_read_and_killed(mcp_env: dict[str, str], tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
+    job: list[Process] = []  # the job's shell, taken while it runs
 
     async def body(client: Client) -> None:
         started = await client.call_tool(
@@ -178,6 +179,11 @@ def test_a_background_job_is_read_and_killed(mcp_env: dict[str, str], tmp_path: 
             if "one" in out:
                 break
             await anyio.sleep(0.05)
+        for _ in range(100):
+            if pidfile.exists() and pidfile.read_text().strip():
+                break
+            await anyio.sleep(0.05)
+        job.append(Process.of(int(pidfile.read_text())))
         assert out.splitlines()[0] == "one"
         assert out.splitlines()[-1].startswith("[job bash_1 is still running; read on: ")
         again = text_of(await client.call_tool("bash_output", {"job_id": "bash_1"}))
@@ -190,9 +196,7 @@ def test_a_background_job_is_read_and_killed(mcp_env: dict[str, str], tmp_path: 
         assert unknown.is_error and "no background job 'bash_9'" in text_of(unknown)
 
     run_stdio(mcp_env, body)
-    pid = int(pidfile.read_text())
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    assert job and job[0].gone()
 
 
 def test_another_owners_artifact_is_not_found_over_stdio(mcp_env: dict[str, str]) -> None:
@@ -495,18 +499,11 @@ def test_a_cancelled_call_stops_its_command_and_gets_no_answer(raw: Any, tmp_pat
         if pidfile.exists() and pidfile.read_text().strip():
             break
         anyio.run(anyio.sleep, 0.05)
-    pid = int(pidfile.read_text())
+    command = Process.of(int(pidfile.read_text()))
     server.notify("notifications/cancelled", {"requestId": ident, "reason": "user"})
     pong = server.request("ping")  # the next answer is the ping's, not the call's
     assert pong["result"] == {}
-    for _ in range(200):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        anyio.run(anyio.sleep, 0.05)
-    else:
-        raise AssertionError("the cancelled command still runs")
+    assert wait_until(command.gone, timeout=10), "the cancelled command still runs"
 
 
 # -- both protocol eras: the handshake (2025-11-25 and earlier) and 2026-07-28 --------------

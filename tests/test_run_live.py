@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from overspill.api.cli.live import HARNESS_VARIABLES
+from tests.helpers import Process, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 GITHUB = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"  # the built-in github_token rule
@@ -151,12 +152,9 @@ def test_ctrl_c_during_a_live_run_ends_the_command_and_exits_130(tmp_path: Path)
     script = f"echo $$ > {pid_file}; echo started; sleep 60; echo never"
     term = Terminal(_overspill("run", "--", script), _env(tmp_path / "home"), ROOT)
     assert term.read_until(b"started\r\n")
+    shell = Process.of(int(pid_file.read_text()))
     term.proc.send_signal(signal.SIGINT)  # what Ctrl-C sends overspill on a terminal
     code, text = term.finish()
     assert code == 130
     assert "never" not in text and text.startswith("started\n")
-    pid = int(pid_file.read_text())
-    deadline = time.monotonic() + 10
-    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not Path(f"/proc/{pid}").exists()  # the command's shell is gone with it
+    assert wait_until(shell.gone, timeout=10)  # the command's shell is gone with it

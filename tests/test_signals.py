@@ -7,7 +7,6 @@ the CLI the way a terminal, ``timeout`` or an OOM killer would.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import signal
@@ -20,17 +19,9 @@ import pytest
 from overspill.artifacts.config import StoreSettings
 from overspill.artifacts.records import Principal
 from overspill.artifacts.store import ArtifactStore
-from tests.helpers import wait_until
+from tests.helpers import Process, wait_until
 
 pytestmark = pytest.mark.slow
-
-
-def _gone(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"  # a zombie has ended
 
 
 def _start(tmp_path: Path, command: str) -> subprocess.Popen[bytes]:
@@ -45,12 +36,13 @@ def _start(tmp_path: Path, command: str) -> subprocess.Popen[bytes]:
     )
 
 
-def _pids(tmp_path: Path, count: int) -> list[int]:
+def _pids(tmp_path: Path, count: int) -> list[Process]:
+    """The processes the command wrote its pid files for (taken while they run)."""
     files = [tmp_path / f"pid{i}" for i in range(count)]
     assert wait_until(
         lambda: all(f.exists() and f.read_text().strip() for f in files), timeout=15
     ), "no pids"
-    return [int(f.read_text()) for f in files]
+    return [Process.of(int(f.read_text())) for f in files]
 
 
 # bash ignores TERM (so its children do too): only the SIGKILL after grace ends them.
@@ -77,7 +69,7 @@ def test_a_signal_ends_the_whole_tree_and_still_prints_the_tail_and_the_artifact
     assert art["id"] in result["text"] and art["state"] == "complete"
     assert art["size_bytes"] == result["stdout"]["total_bytes"] == 588895
     for pid in pids:
-        assert wait_until(functools.partial(_gone, pid), timeout=15), f"pid {pid} survived"
+        assert wait_until(pid.gone, timeout=15), f"{pid} survived"
     store = ArtifactStore.open(StoreSettings(home=tmp_path / "home"))
     try:
         info = store.get(Principal(name="x", role="admin"), art["id"])
@@ -104,9 +96,7 @@ def test_a_killed_cli_takes_its_command_tree_with_it(tmp_path: Path, shape: str)
     proc.kill()  # SIGKILL, as a harness kills its tool on a timeout: nothing of overspill runs
     proc.communicate(timeout=10)
     for pid in pids:
-        assert wait_until(functools.partial(_gone, pid), timeout=15), (
-            f"pid {pid} of {shape} survived"
-        )
+        assert wait_until(pid.gone, timeout=15), f"{pid} of {shape} survived"
 
 
 def test_a_normal_run_leaves_no_watchdog_behind(tmp_path: Path) -> None:
