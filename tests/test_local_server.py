@@ -126,6 +126,8 @@ def test_server_stop_stops_it_and_the_next_verb_starts_a_new_one(tmp_path: Path)
     stop = _cli(home, "server", "stop")
     assert stop.stdout == b"stopped the local server\n"
     assert wait_until(lambda: _gone(pid))
+    again = _cli(home, "server", "stop")  # (its lock file stays; no server holds it)
+    assert again.stdout == b"no local server was running\n"
     assert _cli(home, "server", "status").stdout.startswith(b"no local server is running")
     assert _cli(home, "ls").returncode == 0 and len(_pids(home)) == 1
 

@@ -225,6 +225,9 @@ class LocalServer:
         lock = os.path.join(self.home, RUN_LOCK)
         if not os.path.exists(lock):
             return False
+        with flocked(lock, wait=False) as free:
+            if free:  # the file outlives its server: only a held lock is one running
+                return False
         with WireClient(self.endpoint, timeout=5) as client:
             try:
                 client.json("POST", "/v1/local/stop")
