@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import cli_env, local_servers, run_cli, wait_until
+from tests.helpers import Process, cli_env, local_servers, run_cli, wait_until
 
 
 def _env(home: Path, **extra: object) -> dict[str, str]:
@@ -77,14 +77,6 @@ _OLD_RELEASE = (
 )
 
 
-def _gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1].startswith("Z")  # a zombie has exited
-    except OSError:
-        return True
-
-
 def test_a_server_that_differs_is_stopped_and_replaced(tmp_path: Path) -> None:
     """Another release's server, or one with other storage settings for the home."""
     home = tmp_path / "home"
@@ -115,7 +107,8 @@ def test_the_idle_timeout_stops_it(tmp_path: Path) -> None:
     home = tmp_path / "home"
     _cli(home, "ls", OVERSPILL_LOCAL_SERVER_IDLE_S="1")
     (pid,) = _pids(home)
-    assert wait_until(lambda: _gone(pid)), "the idle server still runs"
+    server = Process.of(pid)
+    assert wait_until(server.gone), "the idle server still runs"
     assert not (home / "server.sock").exists()
 
 
@@ -123,9 +116,10 @@ def test_server_stop_stops_it_and_the_next_verb_starts_a_new_one(tmp_path: Path)
     home = tmp_path / "home"
     _cli(home, "ls")
     (pid,) = _pids(home)
+    server = Process.of(pid)
     stop = _cli(home, "server", "stop")
     assert stop.stdout == b"stopped the local server\n"
-    assert wait_until(lambda: _gone(pid))
+    assert wait_until(server.gone)
     again = _cli(home, "server", "stop")  # (its lock file stays; no server holds it)
     assert again.stdout == b"no local server was running\n"
     assert _cli(home, "server", "status").stdout.startswith(b"no local server is running")
@@ -136,8 +130,9 @@ def test_a_stale_socket_of_a_dead_server_is_replaced(tmp_path: Path) -> None:
     home = tmp_path / "home"
     _cli(home, "ls")
     (pid,) = _pids(home)
+    server = Process.of(pid)
     os.kill(pid, signal.SIGKILL)
-    assert wait_until(lambda: _gone(pid))
+    assert wait_until(server.gone)
     assert (home / "server.sock").exists()  # left behind by the dead server
     assert _cli(home, "ls").returncode == 0
     assert len(_pids(home)) == 1 and _pids(home) != [pid]

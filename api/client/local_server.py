@@ -215,19 +215,12 @@ class LocalServer:
         first overflow started for the verbs after it) holds the start lock until
         it is ready: it is waited for and stopped, not missed and left to come up
         after the stop has said there was none."""
-        start = os.path.join(self.home, START_LOCK)
-        if os.path.exists(start):
-            with flocked(start, within_s=START_TIMEOUT_S) as got:
-                if not got:
-                    raise LocalServerUnavailable(
-                        f"a local server of {self.home} has been starting for {START_TIMEOUT_S:g} s"
-                    )
-        lock = os.path.join(self.home, RUN_LOCK)
-        if not os.path.exists(lock):
+        if os.path.exists(os.path.join(self.home, START_LOCK)):
+            with self._start_lock():
+                pass
+        # (The lock's file outlives its server: only a held lock is one running.)
+        if not os.path.exists(os.path.join(self.home, RUN_LOCK)) or self._run_lock_free():
             return False
-        with flocked(lock, wait=False) as free:
-            if free:  # the file outlives its server: only a held lock is one running
-                return False
         with WireClient(self.endpoint, timeout=5) as client:
             try:
                 client.json("POST", "/v1/local/stop")
@@ -237,15 +230,21 @@ class LocalServer:
             return True
         raise LocalServerUnavailable(f"the local server of {self.home} did not stop")
 
-    def _start(self) -> None:
-        ensure_home(self.home)
-        # (A server started for later verbs holds the lock until it is ready: one
-        # that hangs on its way up costs a waiting verb this long, not forever.)
+    @contextmanager
+    def _start_lock(self) -> Iterator[None]:
+        """The start lock, waited for at most the start timeout: a server started
+        for later verbs holds it until it is ready, and one that hangs on its way
+        up costs a waiting verb this long, not forever."""
         with flocked(os.path.join(self.home, START_LOCK), within_s=START_TIMEOUT_S) as got:
             if not got:
                 raise LocalServerUnavailable(
                     f"a local server of {self.home} has been starting for {START_TIMEOUT_S:g} s"
                 )
+            yield
+
+    def _start(self) -> None:
+        ensure_home(self.home)
+        with self._start_lock():
             if self._answers():
                 return  # another client started it while this one waited
             if not self._wait_for_lock(10.0):
@@ -288,16 +287,19 @@ class LocalServer:
                     pass
         return free
 
+    def _run_lock_free(self) -> bool:
+        """No server holds the run lock: none runs (or the last one has exited)."""
+        with flocked(os.path.join(self.home, RUN_LOCK), wait=False) as free:
+            return free
+
     def _wait_for_lock(self, timeout: float) -> bool:
         """Wait for the run lock to be free (a server that is stopping)."""
         deadline = time.monotonic() + timeout
-        while True:
-            with flocked(os.path.join(self.home, RUN_LOCK), wait=False) as free:
-                if free:
-                    return True
+        while not self._run_lock_free():
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.05)
+        return True
 
     def _spawn(self) -> None:
         read, write = os.pipe()

@@ -346,9 +346,9 @@ class Content:
                             )
                             ahead = _ahead(run, stored, base, i + 1, end)
                         taken = ahead.take(i) if ahead is not None else None
-                        if taken is None:
-                            taken = decode(seg.codec, packed(seg, stored, base), seg.size, upto)
-                        frame = taken
+                        frame = taken or decode(
+                            seg.codec, packed(seg, stored, base), seg.size, upto
+                        )
                         if not long or kept < LONG_READ_KEEPS or seg.end > self.size - END_KEEPS:
                             FRAMES.put(where, frame)  # whole, or the start a window needed
                             kept += len(frame)
